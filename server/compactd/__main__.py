@@ -1,0 +1,5 @@
+import sys
+
+from compactd.cli import main
+
+sys.exit(main())

@@ -1,0 +1,71 @@
+"""Command line entry point: `compactd <command> ...`.
+
+Each command lives in its own module `compactd.cli.<module>` exposing
+`HELP: str`, `add_arguments(parser)` and `run(args) -> int`. Modules are imported
+lazily so `compactd serve` does not pay for the others.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+# command name -> module name inside compactd.cli
+COMMANDS: dict[str, str] = {
+    "serve": "serve_cmd",
+    "demo": "demo_cmd",
+    "info": "info_cmd",
+    "context": "context_cmd",
+    "tree": "tree_cmd",
+    "prepare": "prepare_cmd",
+    "branch": "branch_cmd",
+    "stats": "stats_cmd",
+    "prune": "prune_cmd",
+    "compact": "compact_cmd",
+    "navigate": "navigate_cmd",
+    "sample": "sample_cmd",
+}
+
+
+def _available() -> dict[str, object]:
+    modules: dict[str, object] = {}
+    for name, module_name in COMMANDS.items():
+        try:
+            modules[name] = importlib.import_module(f"compactd.cli.{module_name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"compactd.cli.{module_name}":
+                raise
+    return modules
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="compactd",
+        description="Context compaction and branch summarization for Pi-compatible agent sessions.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="<command>")
+    for name, module in _available().items():
+        p = sub.add_parser(name, help=getattr(module, "HELP", None))
+        module.add_arguments(p)  # type: ignore[attr-defined]
+        p.set_defaults(_run=module.run)  # type: ignore[attr-defined]
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        argv = ["serve"]  # the daemon is the default, as for a language server
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "_run", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args._run(args) or 0)
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

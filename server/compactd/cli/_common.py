@@ -1,0 +1,54 @@
+"""Helpers shared by the command modules: opening a session with clear errors, printing JSON."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from compactd.session import Session, SessionError
+
+
+class CliError(Exception):
+    """A user-facing error: printed as `compactd: <message>`, exit status 2."""
+
+
+def add_file_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", metavar="FILE", type=Path, help="Pi session file (.jsonl)")
+
+
+def add_json_argument(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+
+
+def open_session(path: Path, *, must_exist: bool = True) -> Session:
+    if must_exist and not path.exists():
+        raise CliError(f"no such session file: {path}")
+    try:
+        session = Session.open(path)
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    for warning in session.warnings:
+        print(f"{path}:{warning.line}: warning: {warning.message}", file=sys.stderr)
+    return session
+
+
+def require_entry(session: Session, entry_id: str | None, option: str) -> None:
+    if entry_id is not None and entry_id not in session.by_id:
+        raise CliError(f"{option}: Entry {entry_id} not found")
+
+
+def print_json(value: Any) -> None:
+    sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+
+
+def run_guarded(func: Any, args: argparse.Namespace) -> int:
+    try:
+        return int(func(args) or 0)
+    except CliError as exc:
+        print(f"compactd: {exc}", file=sys.stderr)
+        return 2

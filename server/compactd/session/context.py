@@ -1,0 +1,233 @@
+"""What the model sees: buildSessionContext (spec §4.1, D-3) and convertToLlm (§4.2)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from .clock import iso_to_ms
+from .tree import path_to
+
+Entry = dict[str, Any]
+Message = dict[str, Any]
+
+# Our own wording for the wrappers (D-8); the tags and their layout follow X-13/X-14.
+COMPACTION_SUMMARY_LEAD = (
+    "Earlier parts of this conversation were condensed into the summary below to save context space."
+)
+BRANCH_SUMMARY_LEAD = (
+    "Before returning to this point, the conversation explored another branch; here is a summary of it."
+)
+PRUNED_OUTPUT_NOTICE = "[Output truncated]"
+
+_UNSET: Any = object()
+
+
+@dataclass
+class SessionContext:
+    messages: list[Message] = field(default_factory=list)
+    # The entry each message came from (for the compaction summary: the compaction entry).
+    entry_ids: list[str] = field(default_factory=list)
+    thinking_level: str = "off"
+    model: dict[str, str] | None = None
+    leaf_id: str | None = None
+
+
+def _repaired(message: Message) -> Message:
+    """F-14: a null/missing `content` reads as [] (developer: "")."""
+    if "content" in message and message["content"] is not None:
+        return message
+    role = message.get("role")
+    if role in ("user", "assistant", "toolResult"):
+        return {**message, "content": []}
+    if role == "developer":
+        return {**message, "content": ""}
+    return message
+
+
+def project_entry(entry: Entry) -> list[Message]:
+    """X-8: the messages one entry contributes to the context. Compaction entries contribute
+    nothing here (D-3): the latest one is placed first by `build_session_context`, older ones
+    inside the kept region are skipped."""
+    entry_type = entry.get("type")
+    if entry_type == "message":
+        message = entry.get("message")
+        return [_repaired(message)] if isinstance(message, dict) else []
+    if entry_type == "custom_message":
+        content = entry.get("content")
+        return [
+            {
+                "role": "custom",
+                "customType": entry.get("customType"),
+                "content": [] if content is None else content,
+                "display": entry.get("display", True),
+                "details": entry.get("details"),
+                "timestamp": iso_to_ms(entry.get("timestamp")),
+            }
+        ]
+    if entry_type == "branch_summary":
+        summary = entry.get("summary")
+        if isinstance(summary, str) and summary:
+            return [
+                {
+                    "role": "branchSummary",
+                    "summary": summary,
+                    "fromId": entry.get("fromId"),
+                    "timestamp": iso_to_ms(entry.get("timestamp")),
+                }
+            ]
+    return []
+
+
+def compaction_summary_message(entry: Entry) -> Message:
+    return {
+        "role": "compactionSummary",
+        "summary": entry.get("summary", ""),
+        "tokensBefore": entry.get("tokensBefore", 0),
+        "timestamp": iso_to_ms(entry.get("timestamp")),
+    }
+
+
+def _model_of(entry: Entry) -> dict[str, str] | None:
+    if entry.get("type") == "model_change":
+        provider, model_id = entry.get("provider"), entry.get("modelId")
+        if provider is None and isinstance(entry.get("model"), str) and "/" in entry["model"]:
+            provider, model_id = entry["model"].split("/", 1)  # oh-my-pi writes "provider/id"
+        if isinstance(provider, str) and isinstance(model_id, str):
+            return {"provider": provider, "modelId": model_id}
+    return None
+
+
+def build_session_context(
+    entries: list[Entry], leaf_id: Any = _UNSET, by_id: Mapping[str, Entry] | None = None
+) -> SessionContext:
+    """X-1..X-7. `leaf_id=None` means "no leaf" (empty context); omitted or unknown → last entry."""
+    if leaf_id is None or not entries:
+        return SessionContext()
+    if by_id is None:
+        by_id = {e["id"]: e for e in entries}
+    if leaf_id is _UNSET or leaf_id not in by_id:
+        leaf_id = entries[-1]["id"]
+    path = path_to(by_id, leaf_id)
+    return context_from_path(path, leaf_id)
+
+
+def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionContext:
+    ctx = SessionContext(leaf_id=leaf_id)
+    compaction_index = -1
+    for index, entry in enumerate(path):
+        entry_type = entry.get("type")
+        if entry_type == "thinking_level_change":
+            level = entry.get("thinkingLevel")
+            if isinstance(level, str):
+                ctx.thinking_level = level
+        elif entry_type == "model_change":
+            model = _model_of(entry)
+            if model is not None:
+                ctx.model = model
+        elif entry_type == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("role") == "assistant":
+                ctx.model = {"provider": message.get("provider"), "modelId": message.get("model")}
+        elif entry_type == "compaction":
+            compaction_index = index
+
+    def add(entry: Entry) -> None:
+        for message in project_entry(entry):
+            ctx.messages.append(message)
+            ctx.entry_ids.append(entry["id"])
+
+    if compaction_index < 0:
+        for entry in path:
+            add(entry)
+        return ctx
+
+    compaction = path[compaction_index]
+    ctx.messages.append(compaction_summary_message(compaction))
+    ctx.entry_ids.append(compaction["id"])
+    first_kept = compaction.get("firstKeptEntryId")
+    keeping = False
+    for entry in path[:compaction_index]:
+        if entry["id"] == first_kept:
+            keeping = True
+        if keeping:
+            add(entry)
+    for entry in path[compaction_index + 1 :]:
+        add(entry)
+    return ctx
+
+
+# --- convertToLlm (§4.2) ---------------------------------------------------------------------
+
+
+def _text_of_blocks(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "".join(
+            b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text"
+        )
+    return ""
+
+
+def bash_execution_text(message: Message) -> str:
+    """X-11: how a user `!command` is shown to the model."""
+    text = f"Ran `{message.get('command', '')}`\n"
+    output = message.get("output") or ""
+    text += f"```\n{output}\n```" if output else "(no output)"
+    exit_code = message.get("exitCode")
+    if message.get("cancelled"):
+        text += "\n\n(command cancelled)"
+    elif isinstance(exit_code, (int, float)) and not isinstance(exit_code, bool) and exit_code != 0:
+        text += f"\n\nCommand exited with code {int(exit_code) if float(exit_code).is_integer() else exit_code}"
+    if message.get("truncated") and message.get("fullOutputPath"):
+        text += f"\n\n[Output truncated. Full output: {message['fullOutputPath']}]"
+    return text
+
+
+def _user_text(text: str, timestamp: Any) -> Message:
+    return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
+
+
+def compaction_summary_text(summary: str) -> str:
+    return f"{COMPACTION_SUMMARY_LEAD}\n\n<summary>\n{summary}\n</summary>"
+
+
+def branch_summary_text(summary: str) -> str:
+    # X-14: no newline before the closing tag.
+    return f"{BRANCH_SUMMARY_LEAD}\n\n<summary>\n{summary}</summary>"
+
+
+def convert_message(message: Message) -> Message | None:
+    role = message.get("role")
+    timestamp = message.get("timestamp")
+    if role in ("user", "assistant", "developer"):
+        return message
+    if role == "toolResult":
+        if message.get("prunedAt") is not None:
+            text = _text_of_blocks(message.get("content")) or PRUNED_OUTPUT_NOTICE
+            return {**message, "content": [{"type": "text", "text": text}]}
+        return message
+    if role == "bashExecution":
+        if message.get("excludeFromContext"):
+            return None
+        return _user_text(bash_execution_text(message), timestamp)
+    if role in ("custom", "hookMessage"):
+        content = message.get("content")
+        if isinstance(content, str):
+            content = [{"type": "text", "text": content}]
+        return {"role": "user", "content": content if content is not None else [], "timestamp": timestamp}
+    if role == "compactionSummary":
+        return _user_text(compaction_summary_text(message.get("summary", "")), timestamp)
+    if role == "branchSummary":
+        return _user_text(branch_summary_text(message.get("summary", "")), timestamp)
+    return None  # X-16: unknown roles are dropped
+
+
+def convert_to_llm(messages: list[Message]) -> list[Message]:
+    out: list[Message] = []
+    for message in messages:
+        converted = convert_message(message)
+        if converted is not None:
+            out.append(converted)
+    return out

@@ -1,0 +1,170 @@
+"""JSON shapes of the session layer shared by the CLI (`--json`) and the daemon.
+
+These field names are a contract (README, protocol.md): `compactd info|context|tree --json`
+print exactly what `session/open`, `session/context` and `session/tree` return.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .context import build_session_context
+from .store import Session
+
+Entry = dict[str, Any]
+
+PREVIEW_CHARS = 120
+
+_KIND_BY_TYPE = {
+    "compaction": "compaction",
+    "branch_summary": "branchSummary",
+    "custom_message": "customMessage",
+    "custom": "custom",
+    "label": "label",
+    "model_change": "modelChange",
+    "thinking_level_change": "thinkingLevel",
+    "session_info": "sessionInfo",
+}
+_KIND_BY_ROLE = {
+    "user": "user",
+    "assistant": "assistant",
+    "toolResult": "toolResult",
+    "bashExecution": "bash",
+    "custom": "customMessage",
+    "developer": "developer",
+}
+
+
+def entry_role(entry: Entry) -> str | None:
+    message = entry.get("message") if entry.get("type") == "message" else None
+    role = message.get("role") if isinstance(message, dict) else None
+    return role if isinstance(role, str) else None
+
+
+def entry_kind(entry: Entry) -> str:
+    """A display kind for side panels: user, assistant, toolResult, bash, compaction, ..."""
+    role = entry_role(entry)
+    if role is not None:
+        return _KIND_BY_ROLE.get(role, role)
+    entry_type = str(entry.get("type"))
+    return _KIND_BY_TYPE.get(entry_type, entry_type)
+
+
+def _one_line(text: str) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def _blocks_text(content: Any) -> str:
+    if isinstance(content, str):
+        return content
+    if not isinstance(content, list):
+        return ""
+    parts: list[str] = []
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        if block.get("type") == "text":
+            parts.append(str(block.get("text", "")))
+        elif block.get("type") == "toolCall":
+            args = block.get("arguments")
+            target = ""
+            if isinstance(args, dict):
+                for key in ("path", "command", "pattern", "query"):
+                    if isinstance(args.get(key), str):
+                        target = args[key]
+                        break
+            parts.append(f"{block.get('name', '?')}({target})")
+        elif block.get("type") == "image":
+            parts.append("[image]")
+    return " ".join(p for p in parts if p)
+
+
+def entry_preview(entry: Entry) -> str:
+    """One line describing an entry, for tree views."""
+    entry_type = entry.get("type")
+    if entry_type == "message":
+        message = entry.get("message") or {}
+        role = message.get("role")
+        if role == "bashExecution":
+            return _one_line(f"$ {message.get('command', '')}")
+        if role == "toolResult":
+            prefix = f"{message.get('toolName', 'tool')}: "
+            return _one_line(prefix + _blocks_text(message.get("content")))
+        if role == "assistant" and message.get("stopReason") in ("error", "aborted") and message.get("errorMessage"):
+            return _one_line(f"[{message['stopReason']}] {message['errorMessage']}")
+        return _one_line(_blocks_text(message.get("content")))
+    if entry_type in ("compaction", "branch_summary"):
+        return _one_line(str(entry.get("summary", "")))
+    if entry_type == "custom_message":
+        return _one_line(_blocks_text(entry.get("content")))
+    if entry_type == "model_change":
+        return f"{entry.get('provider')}/{entry.get('modelId')}" if entry.get("provider") else str(entry.get("model", ""))
+    if entry_type == "thinking_level_change":
+        return f"thinking: {entry.get('thinkingLevel')}"
+    if entry_type == "label":
+        return f"label {entry.get('targetId')}: {entry.get('label') or '(cleared)'}"
+    if entry_type == "session_info":
+        return f"name: {entry.get('name') or '(cleared)'}"
+    if entry_type == "custom":
+        return f"custom: {entry.get('customType')}"
+    return str(entry_type)
+
+
+def info_report(session: Session) -> dict[str, Any]:
+    return {
+        "sessionId": session.session_id,
+        "version": session.header.get("version"),
+        "migratedFrom": session.migrated_from,
+        "entryCount": len(session.entries),
+        "leafId": session.leaf_id,
+        "warnings": [{"line": w.line, "message": w.message} for w in session.warnings],
+        "path": str(session.path) if session.path is not None else None,
+        "cwd": session.cwd,
+        "name": session.get_session_name(),
+    }
+
+
+_UNSET: Any = object()
+
+
+def context_report(session: Session, leaf_id: Any = _UNSET) -> dict[str, Any]:
+    """`leaf_id` omitted → the session's leaf; None → the empty context (X-1)."""
+    leaf = session.leaf_id if leaf_id is _UNSET else leaf_id
+    ctx = build_session_context(session.entries, leaf, session.by_id)
+    return {
+        "leafId": leaf if leaf is None or leaf in session.by_id else (session.entries[-1]["id"] if session.entries else None),
+        "model": ctx.model,
+        "thinkingLevel": ctx.thinking_level,
+        "messages": [
+            {"role": message.get("role"), "entryId": entry_id}
+            for message, entry_id in zip(ctx.messages, ctx.entry_ids)
+        ],
+    }
+
+
+def tree_report(session: Session) -> dict[str, Any]:
+    """Every entry as a node in tree order (depth first, children by timestamp)."""
+    on_path = {e["id"] for e in session.get_branch()} if session.leaf_id is not None else set()
+    nodes: list[dict[str, Any]] = []
+    stack = list(reversed(session.get_tree()))
+    while stack:
+        node = stack.pop()
+        entry = node.entry
+        nodes.append(
+            {
+                "id": entry["id"],
+                "parentId": entry.get("parentId"),
+                "type": entry.get("type"),
+                "role": entry_role(entry),
+                "children": [child.entry["id"] for child in node.children],
+                "label": node.label,
+                "kind": entry_kind(entry),
+                "preview": entry_preview(entry),
+                "timestamp": entry.get("timestamp"),
+                "isLeaf": entry["id"] == session.leaf_id,
+                "onLeafPath": entry["id"] in on_path,
+            }
+        )
+        stack.extend(reversed(node.children))
+    return {"leafId": session.leaf_id, "nodes": nodes}
