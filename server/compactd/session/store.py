@@ -444,6 +444,8 @@ class Session:
 
     def _append(self, fields: Entry) -> str:
         entry_type = fields["type"]
+        if self.path is not None and self._flushed:
+            self._sync_with_disk()  # adopt another writer's lines first so our parentId is right
         entry: Entry = {"type": entry_type, "id": self.new_entry_id(), "parentId": self.leaf_id, "timestamp": now_iso()}
         entry.update((k, v) for k, v in fields.items() if k != "type")
         self._persist([entry])
@@ -469,7 +471,6 @@ class Session:
                 return  # F-17: buffered until the first assistant message
             self._write_new_file(self.entries + new_entries)
             return
-        self._sync_with_disk()
         if self.migrated_from is not None:
             self._backup_original()
             self.rewrite()
