@@ -46,8 +46,13 @@ def test_sigkill_during_appends_keeps_every_acknowledged_entry(tmp_path: Path) -
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path)], stdout=subprocess.PIPE)
         assert proc.stdout is not None
         fd = proc.stdout.fileno()
-        deadline = time.monotonic() + rng.uniform(0.05, 0.4)
         buffer = b""
+        # wait for the writer's first acknowledgement (start-up time varies with machine load)
+        while b"\n" not in buffer:
+            chunk = os.read(fd, 65536)
+            assert chunk, "writer exited before its first append"
+            buffer += chunk
+        deadline = time.monotonic() + rng.uniform(0.0, 0.3)
         # read acknowledgements until the random moment, then kill without warning
         while time.monotonic() < deadline:
             ready, _, _ = select.select([fd], [], [], 0.01)
