@@ -1,0 +1,552 @@
+"""compactd settings: Pi's settings files + our own keys, validated (spec §16, D-13, D-19).
+
+Sources, lowest to highest precedence:
+1. built-in defaults (the table in spec §16.1, pruning per D-19, `summarizer` below);
+2. the global file `<agentDir>/settings.json`, agentDir = `$PI_CODING_AGENT_DIR` (`~` expanded) or
+   `~/.pi/agent`;
+3. the project file `<cwd>/.pi/settings.json`, merged over the global one with Pi's rule G-3
+   (top-level key by key; two objects are merged one level deep, anything else replaces);
+4. the environment: `COMPACTD_MODEL` sets `summarizer.model` and `COMPACTD_SUMMARIZER` sets
+   `summarizer.backend`; `OPENAI_BASE_URL` only fills `summarizer.baseUrl` when no file sets it
+   (it is shared with other tools, so an explicit compactd setting wins);
+5. client overrides (CLI / RPC), merged with the same G-3 rule.
+A file that is not valid JSON (or not an object) counts as empty and its error is recorded in
+`Settings.errors` (G-4). Invalid values raise `SettingsError` naming the key.
+
+Summarizer selection (`summarizer.backend`, default "auto"):
+- "auto": a remote endpoint (`compaction.remoteEndpoint`, with `remoteEnabled` not false) serves
+  history summaries, everything else goes to the local choice below (turn prefixes are never sent
+  remote, S-16). Local choice: `summarizer.candidates` when given (tried in order); else the
+  OpenAI-compatible backend when a base URL is configured or the API-key variable
+  (`summarizer.apiKeyEnv`, default OPENAI_API_KEY) is set; else the extractive summarizer.
+- "openai" / "remote" / "extractive" force a backend ("remote" still summarizes turn prefixes and
+  branches locally).
+The model defaults to DEFAULT_MODEL. Context window: `summarizer.contextWindow`, else the built-in
+table by model-name prefix, else 128000. Reasoning: `summarizer.reasoning`, else guessed from the
+model name (o1/o3/o4/gpt-5 families). API keys are never stored here: only variable names are.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+from pathlib import Path
+from typing import Any, Literal
+from collections.abc import Mapping
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+from ..compaction.settings import CompactionSettings as CoreCompactionSettings
+from ..summarize.base import Summarizer
+from ..summarize.candidates import CandidateSummarizer
+from ..summarize.extractive import ExtractiveSummarizer
+from ..summarize.openai_chat import PI_THINKING_LEVELS, OpenAIChatConfig, OpenAIChatSummarizer
+from ..summarize.remote import RemoteHistorySummarizer, RemoteSummarizer
+from ..summarize.retry import RetryPolicy
+
+__all__ = [
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MODEL",
+    "SettingsError",
+    "CompactionSection",
+    "BranchSummarySection",
+    "RetrySection",
+    "PruningSection",
+    "CandidateSection",
+    "SummarizerSection",
+    "Settings",
+    "agent_dir",
+    "merge_settings",
+    "load_settings",
+    "build_summarizer",
+    "context_window_for_model",
+    "max_output_tokens_for_model",
+    "is_reasoning_model",
+]
+
+DEFAULT_CONTEXT_WINDOW = 128000
+DEFAULT_MODEL = "gpt-4.1-mini"
+BACKENDS = ("auto", "openai", "remote", "extractive")
+
+# Longest matching prefix wins (lower-cased model id, provider prefix like "openai/" stripped).
+_CONTEXT_WINDOWS: tuple[tuple[str, int], ...] = (
+    ("gpt-5", 400000),
+    ("gpt-4.1", 1047576),
+    ("gpt-4o", 128000),
+    ("gpt-4-turbo", 128000),
+    ("gpt-4", 8192),
+    ("gpt-3.5-turbo", 16385),
+    ("o1-mini", 128000),
+    ("o1", 200000),
+    ("o3", 200000),
+    ("o4", 200000),
+    ("claude", 200000),
+    ("gemini", 1048576),
+    ("llama", 128000),
+    ("qwen", 32768),
+    ("mistral", 32768),
+    ("mixtral", 32768),
+    ("deepseek", 65536),
+)
+_MAX_OUTPUT: tuple[tuple[str, int], ...] = (
+    ("gpt-5", 128000),
+    ("gpt-4.1", 32768),
+    ("gpt-4o", 16384),
+    ("gpt-4-turbo", 4096),
+    ("gpt-3.5-turbo", 4096),
+    ("o1-mini", 65536),
+    ("o1", 100000),
+    ("o3", 100000),
+    ("o4", 100000),
+)
+_REASONING_PREFIXES = ("o1", "o3", "o4", "gpt-5")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+class SettingsError(ValueError):
+    """An invalid setting. `key` is the dotted key (e.g. "compaction.reserveTokens")."""
+
+    def __init__(self, key: str, message: str) -> None:
+        super().__init__(message)
+        self.key = key
+
+
+# -- models ------------------------------------------------------------------------------------
+class _Section(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, frozen=True)
+
+
+class CompactionSection(_Section):
+    enabled: bool = True
+    reserve_tokens: int = 16384
+    keep_recent_tokens: int = 20000
+    auto_continue: bool = True
+    remote_endpoint: str | None = None
+    remote_enabled: bool = True
+
+
+class BranchSummarySection(_Section):
+    reserve_tokens: int = 16384
+    skip_prompt: bool = False
+
+
+class RetrySection(_Section):
+    enabled: bool = True
+    max_retries: int = 3
+    base_delay_ms: int = 2000
+    max_delay_ms: int = 60000  # also read from retry.provider.maxRetryDelayMs
+
+
+class PruningSection(_Section):
+    enabled: bool = True
+    protect_tokens: int = 40000
+    minimum_savings: int = 20000
+    protected_tools: tuple[str, ...] = ("skill", "read")
+
+
+class CandidateSection(_Section):
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str | None = None
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    reasoning: bool | None = None
+    timeout_seconds: float | None = None
+
+
+class SummarizerSection(_Section):
+    backend: Literal["auto", "openai", "remote", "extractive"] = "auto"
+    base_url: str | None = None
+    model: str | None = None
+    api_key_env: str = "OPENAI_API_KEY"
+    context_window: int | None = None
+    max_output_tokens: int | None = None
+    reasoning: bool | None = None
+    reasoning_efforts: tuple[str, ...] | None = None
+    timeout_seconds: float = 120.0
+    isolation_fields: bool = True
+    candidates: tuple[CandidateSection, ...] = ()
+
+
+class Settings(_Section):
+    compaction: CompactionSection = Field(default_factory=CompactionSection)
+    branch_summary: BranchSummarySection = Field(default_factory=BranchSummarySection)
+    retry: RetrySection = Field(default_factory=RetrySection)
+    pruning: PruningSection = Field(default_factory=PruningSection)
+    summarizer: SummarizerSection = Field(default_factory=SummarizerSection)
+    # Files that were read, and parse errors recorded instead of raised (G-4).
+    sources: tuple[str, ...] = ()
+    errors: tuple[str, ...] = ()
+
+    @property
+    def model(self) -> str:
+        return self.summarizer.model or DEFAULT_MODEL
+
+    @property
+    def context_window(self) -> int:
+        """The summarizer model's window; also the default when a session's model is unknown."""
+        return self.summarizer.context_window or context_window_for_model(self.summarizer.model)
+
+    def compaction_settings(self) -> CoreCompactionSettings:
+        c = self.compaction
+        return CoreCompactionSettings(
+            enabled=c.enabled, reserve_tokens=c.reserve_tokens, keep_recent_tokens=c.keep_recent_tokens
+        )
+
+    def retry_policy(self) -> RetryPolicy:
+        r = self.retry
+        return RetryPolicy(
+            enabled=r.enabled,
+            max_retries=r.max_retries,
+            base_delay_ms=r.base_delay_ms,
+            max_delay_ms=r.max_delay_ms,
+        )
+
+    def check_context_window(self, context_window: int) -> None:
+        """D-13: a reserve that leaves no room is an error, never an unlimited budget."""
+        for key, value in (
+            ("compaction.reserveTokens", self.compaction.reserve_tokens),
+            ("branchSummary.reserveTokens", self.branch_summary.reserve_tokens),
+        ):
+            if value >= context_window:
+                raise SettingsError(
+                    key, f"{key} ({value}) must be smaller than the context window ({context_window})"
+                )
+
+    def to_dict(self) -> dict[str, Any]:
+        """camelCase, JSON-ready; holds environment variable names only, never key values."""
+        return self.model_dump(mode="json", by_alias=True)
+
+
+# -- helpers -----------------------------------------------------------------------------------
+def _model_key(model: str | None) -> str:
+    m = (model or "").lower()
+    return m.rsplit("/", 1)[-1]
+
+
+def _lookup(table: tuple[tuple[str, int], ...], model: str | None) -> int | None:
+    key = _model_key(model)
+    best: tuple[int, int] | None = None
+    for prefix, value in table:
+        if key.startswith(prefix) and (best is None or len(prefix) > best[0]):
+            best = (len(prefix), value)
+    return best[1] if best else None
+
+
+def context_window_for_model(model: str | None) -> int:
+    return _lookup(_CONTEXT_WINDOWS, model) or DEFAULT_CONTEXT_WINDOW
+
+
+def max_output_tokens_for_model(model: str | None) -> int:
+    """Known output caps (model.maxTokens, S-6); 0 = unknown, no cap."""
+    return _lookup(_MAX_OUTPUT, model) or 0
+
+
+def is_reasoning_model(model: str | None) -> bool:
+    return _model_key(model).startswith(_REASONING_PREFIXES)
+
+
+def agent_dir(env: Mapping[str, str] | None = None, home: Path | str | None = None) -> Path:
+    env = os.environ if env is None else env
+    home_path = Path(home) if home is not None else Path.home()
+    raw = env.get("PI_CODING_AGENT_DIR")
+    if not raw:
+        return home_path / ".pi" / "agent"
+    if raw == "~":
+        return home_path
+    if raw.startswith("~/") or raw.startswith("~\\"):
+        return home_path / raw[2:]
+    return Path(raw)
+
+
+def merge_settings(base: Mapping[str, Any], override: Mapping[str, Any] | None) -> dict[str, Any]:
+    """Pi's G-3 merge: per top-level key, objects merge one level deep, other values replace."""
+    out = dict(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = {**out[key], **value}
+        else:
+            out[key] = value
+    return out
+
+
+def _read_file(path: Path, errors: list[str], sources: list[str]) -> dict[str, Any]:
+    if not path.is_file():
+        return {}
+    sources.append(str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        errors.append(f"Failed to parse {path}: {exc}")
+        return {}
+    if not isinstance(data, dict):
+        errors.append(f"Failed to parse {path}: expected a JSON object, got {type(data).__name__}")
+        return {}
+    return data
+
+
+# -- validation --------------------------------------------------------------------------------
+def _section(raw: Mapping[str, Any], key: str) -> dict[str, Any]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        raise SettingsError(key, f"{key} must be an object")
+    return value
+
+
+def _int(sec: Mapping[str, Any], path: str, name: str, default: int | None, minimum: int = 0) -> int | None:
+    value = sec.get(name)
+    if value is None:
+        return default
+    if isinstance(value, float) and value.is_integer() and math.isfinite(value):
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
+        raise SettingsError(f"{path}.{name}", f"{path}.{name} must be an integer >= {minimum}")
+    return value
+
+
+def _bool(sec: Mapping[str, Any], path: str, name: str, default: bool | None) -> bool | None:
+    value = sec.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, bool):
+        raise SettingsError(f"{path}.{name}", f"{path}.{name} must be true or false")
+    return value
+
+
+def _str(sec: Mapping[str, Any], path: str, name: str, default: str | None = None) -> str | None:
+    value = sec.get(name)
+    if value is None:
+        return default
+    if not isinstance(value, str) or not value.strip():
+        raise SettingsError(f"{path}.{name}", f"{path}.{name} must be a non-empty string")
+    return value.strip()
+
+
+def _url(sec: Mapping[str, Any], path: str, name: str) -> str | None:
+    value = _str(sec, path, name)
+    if value is not None and not re.match(r"^https?://[^\s/]+", value):
+        raise SettingsError(f"{path}.{name}", f"{path}.{name} must be an http:// or https:// URL")
+    return value
+
+
+def _seconds(sec: Mapping[str, Any], path: str, name: str, default: float | None) -> float | None:
+    value = sec.get(name)
+    if value is None:
+        return default
+    if (
+        not isinstance(value, (int, float))
+        or isinstance(value, bool)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise SettingsError(f"{path}.{name}", f"{path}.{name} must be a number > 0")
+    return float(value)
+
+
+def _env_name(sec: Mapping[str, Any], path: str, default: str | None) -> str | None:
+    if "apiKey" in sec or "api_key" in sec:
+        raise SettingsError(
+            f"{path}.apiKey",
+            f"{path}.apiKey is not supported: put the key in an environment variable "
+            f"and name it in {path}.apiKeyEnv",
+        )
+    value = sec.get("apiKeyEnv")
+    if value is None:
+        return default
+    # The value is never echoed: a key pasted here by mistake must not end up in logs.
+    if not isinstance(value, str) or not _ENV_NAME.match(value):
+        raise SettingsError(
+            f"{path}.apiKeyEnv",
+            f"{path}.apiKeyEnv must be the NAME of an environment variable (e.g. OPENAI_API_KEY), "
+            "not the key itself",
+        )
+    return value
+
+
+def _candidate(raw: Any, path: str) -> CandidateSection:
+    if not isinstance(raw, dict):
+        raise SettingsError(path, f"{path} must be an object")
+    model = _str(raw, path, "model")
+    if model is None:
+        raise SettingsError(f"{path}.model", f"{path}.model is required")
+    return CandidateSection(
+        base_url=_url(raw, path, "baseUrl"),
+        model=model,
+        api_key_env=_env_name(raw, path, None),
+        context_window=_int(raw, path, "contextWindow", None, minimum=1),
+        max_output_tokens=_int(raw, path, "maxOutputTokens", None),
+        reasoning=_bool(raw, path, "reasoning", None),
+        timeout_seconds=_seconds(raw, path, "timeoutSeconds", None),
+    )
+
+
+def _validate(raw: Mapping[str, Any], sources: list[str], errors: list[str]) -> Settings:
+    c = _section(raw, "compaction")
+    compaction = CompactionSection(
+        enabled=_bool(c, "compaction", "enabled", True),
+        reserve_tokens=_int(c, "compaction", "reserveTokens", 16384),
+        keep_recent_tokens=_int(c, "compaction", "keepRecentTokens", 20000),
+        auto_continue=_bool(c, "compaction", "autoContinue", True),
+        remote_endpoint=_url(c, "compaction", "remoteEndpoint"),
+        remote_enabled=_bool(c, "compaction", "remoteEnabled", True),
+    )
+    b = _section(raw, "branchSummary")
+    branch = BranchSummarySection(
+        reserve_tokens=_int(b, "branchSummary", "reserveTokens", 16384),
+        skip_prompt=_bool(b, "branchSummary", "skipPrompt", False),
+    )
+    r = _section(raw, "retry")
+    provider = r.get("provider") if isinstance(r.get("provider"), dict) else {}
+    max_delay = _int(r, "retry", "maxDelayMs", None)
+    if max_delay is None:
+        max_delay = _int(provider, "retry.provider", "maxRetryDelayMs", 60000)
+    retry = RetrySection(
+        enabled=_bool(r, "retry", "enabled", True),
+        max_retries=_int(r, "retry", "maxRetries", 3),
+        base_delay_ms=_int(r, "retry", "baseDelayMs", 2000),
+        max_delay_ms=max_delay,
+    )
+    p = _section(raw, "pruning")
+    tools = p.get("protectedTools", ["skill", "read"])
+    if not isinstance(tools, list) or not all(isinstance(t, str) for t in tools):
+        raise SettingsError("pruning.protectedTools", "pruning.protectedTools must be a list of tool names")
+    pruning = PruningSection(
+        enabled=_bool(p, "pruning", "enabled", True),
+        protect_tokens=_int(p, "pruning", "protectTokens", 40000),
+        minimum_savings=_int(p, "pruning", "minimumSavings", 20000),
+        protected_tools=tuple(tools),
+    )
+    s = _section(raw, "summarizer")
+    backend = s.get("backend", "auto")
+    if backend not in BACKENDS:
+        raise SettingsError("summarizer.backend", "summarizer.backend must be one of: " + ", ".join(BACKENDS))
+    efforts = s.get("reasoningEfforts")
+    if efforts is not None and (
+        not isinstance(efforts, list) or not all(isinstance(e, str) for e in efforts)
+    ):
+        raise SettingsError(
+            "summarizer.reasoningEfforts", "summarizer.reasoningEfforts must be a list of strings"
+        )
+    cands = s.get("candidates") or []
+    if not isinstance(cands, list):
+        raise SettingsError("summarizer.candidates", "summarizer.candidates must be a list of objects")
+    summarizer = SummarizerSection(
+        backend=backend,
+        base_url=_url(s, "summarizer", "baseUrl"),
+        model=_str(s, "summarizer", "model"),
+        api_key_env=_env_name(s, "summarizer", "OPENAI_API_KEY"),
+        context_window=_int(s, "summarizer", "contextWindow", None, minimum=1),
+        max_output_tokens=_int(s, "summarizer", "maxOutputTokens", None),
+        reasoning=_bool(s, "summarizer", "reasoning", None),
+        reasoning_efforts=tuple(efforts) if efforts is not None else None,
+        timeout_seconds=_seconds(s, "summarizer", "timeoutSeconds", 120.0),
+        isolation_fields=_bool(s, "summarizer", "isolationFields", True),
+        candidates=tuple(_candidate(x, f"summarizer.candidates[{i}]") for i, x in enumerate(cands)),
+    )
+    if backend == "remote" and not compaction.remote_endpoint:
+        raise SettingsError(
+            "summarizer.backend", "summarizer.backend is 'remote' but compaction.remoteEndpoint is not set"
+        )
+    settings = Settings(
+        compaction=compaction,
+        branch_summary=branch,
+        retry=retry,
+        pruning=pruning,
+        summarizer=summarizer,
+        sources=tuple(sources),
+        errors=tuple(errors),
+    )
+    settings.check_context_window(settings.context_window)
+    return settings
+
+
+# -- entry points ------------------------------------------------------------------------------
+def load_settings(
+    cwd: str | Path,
+    overrides: Mapping[str, Any] | None = None,
+    env: Mapping[str, str] | None = None,
+    home: str | Path | None = None,
+) -> Settings:
+    env = os.environ if env is None else env
+    errors: list[str] = []
+    sources: list[str] = []
+    global_raw = _read_file(agent_dir(env, home) / "settings.json", errors, sources)
+    project_raw = _read_file(Path(cwd) / ".pi" / "settings.json", errors, sources)
+    raw = merge_settings(global_raw, project_raw)
+
+    env_summarizer: dict[str, Any] = {}
+    if env.get("COMPACTD_MODEL"):
+        env_summarizer["model"] = env["COMPACTD_MODEL"]
+    if env.get("COMPACTD_SUMMARIZER"):
+        env_summarizer["backend"] = env["COMPACTD_SUMMARIZER"]
+    current = raw.get("summarizer") if isinstance(raw.get("summarizer"), dict) else {}
+    if env.get("OPENAI_BASE_URL") and not current.get("baseUrl"):
+        env_summarizer["baseUrl"] = env["OPENAI_BASE_URL"]
+    if env_summarizer:
+        raw = merge_settings(raw, {"summarizer": env_summarizer})
+    if overrides:
+        if not isinstance(overrides, Mapping):
+            raise SettingsError("overrides", "settings overrides must be an object")
+        raw = merge_settings(raw, dict(overrides))
+    return _validate(raw, sources, errors)
+
+
+def _openai(
+    settings: Settings, env: Mapping[str, str], cand: CandidateSection | None = None
+) -> OpenAIChatSummarizer:
+    s = settings.summarizer
+    # A candidate inherits connection settings (base URL, key variable, timeout) from `summarizer`;
+    # model-specific values (output cap, reasoning) come from the candidate or its model name.
+    model = (cand.model if cand else None) or s.model or DEFAULT_MODEL
+    own = cand if cand is not None else s
+    max_out = own.max_output_tokens
+    if max_out is None:
+        max_out = max_output_tokens_for_model(model)
+    reasoning = own.reasoning
+    if reasoning is None:
+        reasoning = is_reasoning_model(model)
+    config = OpenAIChatConfig(
+        model=model,
+        base_url=(cand.base_url if cand else None) or s.base_url,
+        api_key_env=(cand.api_key_env if cand else None) or s.api_key_env,
+        max_output_tokens=max_out,
+        reasoning=reasoning,
+        reasoning_efforts=s.reasoning_efforts or PI_THINKING_LEVELS,
+        timeout_seconds=(cand.timeout_seconds if cand else None) or s.timeout_seconds,
+        isolation_fields=s.isolation_fields,
+        retry=settings.retry_policy(),
+    )
+    return OpenAIChatSummarizer(config, env)
+
+
+def _local(settings: Settings, env: Mapping[str, str], force_openai: bool = False) -> Summarizer:
+    s = settings.summarizer
+    if s.candidates:
+        return CandidateSummarizer([_openai(settings, env, c) for c in s.candidates])
+    if force_openai or s.base_url or env.get(s.api_key_env):
+        return _openai(settings, env)
+    return ExtractiveSummarizer()
+
+
+def build_summarizer(settings: Settings, env: Mapping[str, str] | None = None) -> Summarizer:
+    """The summarizer the settings ask for (see the module docstring for the selection rules)."""
+    env = os.environ if env is None else env
+    s = settings.summarizer
+    c = settings.compaction
+    if s.backend == "extractive":
+        return ExtractiveSummarizer()
+    if s.backend == "openai":
+        return _local(settings, env, force_openai=True)
+    remote_on = bool(c.remote_endpoint) and (c.remote_enabled or s.backend == "remote")
+    local = _local(settings, env)
+    if remote_on and c.remote_endpoint:
+        remote = RemoteSummarizer(
+            c.remote_endpoint, timeout_seconds=s.timeout_seconds, retry=settings.retry_policy()
+        )
+        return RemoteHistorySummarizer(remote, local)
+    return local

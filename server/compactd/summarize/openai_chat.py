@@ -1,0 +1,342 @@
+"""OpenAI-compatible summarizer: streaming Chat Completions through the openai SDK.
+
+What one request carries (S-5, S-6, S-7, S-8 / D-9):
+- `messages`: one system message (the summarization system prompt) and exactly one user message
+  with the full prompt text, both as plain strings (the most widely accepted form). No tools.
+- `stream: true` with `stream_options.include_usage` so the last chunk reports usage.
+- Output cap: `min(request.max_tokens, max_output_tokens)` when the cap is > 0, else the request's
+  value. Non-reasoning models get `max_tokens`; reasoning models get `max_completion_tokens`
+  (OpenAI's reasoning models reject `max_tokens`, and the newer name counts hidden reasoning).
+- Reasoning: `reasoning_effort` only when the model is configured as a reasoning model and the
+  request has a thinking level other than "off". Pi levels map onto the API's effort names
+  one-to-one (minimal, low, medium, high, xhigh); a level the configured model does not list in
+  `reasoning_efforts` is clamped to the nearest listed one (e.g. xhigh -> high on servers that only
+  know low/medium/high).
+- Isolation: a fresh random UUID per request (never the agent's session id), sent as the headers
+  `x-compactd-request-id` and `x-compactd-request-kind` (history / turn_prefix / branch), and, when
+  `isolation_fields` is on (default), as `user` and `prompt_cache_key` = "compactd-<uuid>" so the
+  provider routes every summarization to a cache bucket of its own: no prompt-cache reuse across
+  requests. Turn it off for strict servers that reject unknown fields.
+
+The SDK's own retries are disabled; `retry.run_with_retries` retries timeouts, connection errors,
+429, 408/5xx and streams that end before a finish_reason. Overflow errors (M-22) are never retried.
+The API key is read from the environment variable named in the config at call time and never
+appears in reprs or error texts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+from collections.abc import Mapping
+
+import openai
+
+from ..compaction.overflow import is_overflow_error_text
+from .base import (
+    ContextOverflowError,
+    OnText,
+    RejectedResponseError,
+    SummarizationError,
+    SummaryRequest,
+    SummaryResult,
+    TransientError,
+    empty_text_message,
+    kind_label,
+    token_cap_message,
+    tool_call_message,
+)
+from .retry import (
+    TRANSIENT_TEXT,
+    RetryPolicy,
+    retry_after_ms_from_headers,
+    retry_after_ms_from_text,
+    run_with_retries,
+)
+
+__all__ = [
+    "OpenAIChatConfig",
+    "OpenAIChatSummarizer",
+    "PI_THINKING_LEVELS",
+    "DEFAULT_BASE_URL",
+    "map_reasoning_effort",
+    "usage_from_openai",
+]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+PI_THINKING_LEVELS: tuple[str, ...] = ("minimal", "low", "medium", "high", "xhigh")
+# Sent as the bearer token when a non-OpenAI server is used without a key (local servers).
+_PLACEHOLDER_KEY = "compactd-no-key"
+_QUOTA_TEXT = ("insufficient_quota", "quota", "billing")
+
+
+@dataclass(frozen=True)
+class OpenAIChatConfig:
+    model: str
+    base_url: str | None = None  # None -> OpenAI's public endpoint
+    api_key_env: str = "OPENAI_API_KEY"  # the variable's NAME; the value is read at call time
+    max_output_tokens: int = 0  # model.maxTokens; 0 = no cap
+    reasoning: bool = False  # the model accepts reasoning_effort
+    reasoning_efforts: tuple[str, ...] = PI_THINKING_LEVELS
+    timeout_seconds: float = 120.0  # per connect / read (idle between chunks)
+    isolation_fields: bool = True
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    # USD per million tokens, Pi's model.cost shape: {input, output, cacheRead, cacheWrite}.
+    cost_per_million: Mapping[str, float] | None = None
+    name: str | None = None
+
+    @property
+    def endpoint(self) -> str:
+        return (self.base_url or DEFAULT_BASE_URL).rstrip("/")
+
+
+def map_reasoning_effort(level: str | None, supported: tuple[str, ...] = PI_THINKING_LEVELS) -> str | None:
+    """Pi thinking level -> reasoning_effort value; None/"off" -> no option at all."""
+    if not level or level == "off" or not supported:
+        return None
+    if level in supported:
+        return level
+    order = list(PI_THINKING_LEVELS)
+    if level not in order:
+        return None
+    want = order.index(level)
+    ranked = sorted(
+        (s for s in supported if s in order), key=lambda s: (abs(order.index(s) - want), -order.index(s))
+    )
+    return ranked[0] if ranked else None
+
+
+def usage_from_openai(
+    raw: Mapping[str, Any] | None, cost_per_million: Mapping[str, float] | None = None
+) -> dict[str, Any] | None:
+    """OpenAI usage -> Pi usage (F-12). Cached prompt tokens are cacheRead, the rest input;
+    completion_tokens already include reasoning tokens, so they are not added again."""
+    if not raw:
+        return None
+
+    def num(v: Any) -> int:
+        return int(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0
+
+    prompt = num(raw.get("prompt_tokens"))
+    details = raw.get("prompt_tokens_details") or {}
+    cached = num(details.get("cached_tokens")) if isinstance(details, Mapping) else 0
+    cache_write = num(details.get("cache_write_tokens")) if isinstance(details, Mapping) else 0
+    output = num(raw.get("completion_tokens"))
+    input_tokens = max(0, prompt - cached - cache_write)
+    rates = cost_per_million or {}
+    cost = {
+        "input": rates.get("input", 0) * input_tokens / 1e6,
+        "output": rates.get("output", 0) * output / 1e6,
+        "cacheRead": rates.get("cacheRead", 0) * cached / 1e6,
+        "cacheWrite": rates.get("cacheWrite", 0) * cache_write / 1e6,
+    }
+    cost["total"] = sum(cost.values())
+    return {
+        "input": input_tokens,
+        "output": output,
+        "cacheRead": cached,
+        "cacheWrite": cache_write,
+        "totalTokens": input_tokens + output + cached + cache_write,
+        "cost": cost,
+    }
+
+
+class OpenAIChatSummarizer:
+    """Summarizer backed by any OpenAI-compatible `/chat/completions` endpoint."""
+
+    def __init__(self, config: OpenAIChatConfig, env: Mapping[str, str] | None = None) -> None:
+        self.config = config
+        self._env = env if env is not None else os.environ
+        self.name = config.name or f"openai:{config.model}"
+
+    def __repr__(self) -> str:
+        cfg = self.config
+        return (
+            f"OpenAIChatSummarizer(model={cfg.model!r}, base_url={cfg.endpoint!r}, "
+            f"api_key_env={cfg.api_key_env!r})"
+        )
+
+    # -- public ---------------------------------------------------------------------------------
+    async def summarize(self, request: SummaryRequest, on_text: OnText | None = None) -> SummaryResult:
+        key = self._api_key()
+        return await run_with_retries(lambda: self._attempt(request, on_text, key), self.config.retry)
+
+    def build_body(self, request: SummaryRequest, request_id: str) -> dict[str, Any]:
+        """The keyword arguments for `chat.completions.create` (also used by tests and dry runs)."""
+        cfg = self.config
+        max_tokens = request.max_tokens
+        if cfg.max_output_tokens > 0:
+            max_tokens = min(max_tokens, cfg.max_output_tokens)
+        body: dict[str, Any] = {
+            "model": cfg.model,
+            "messages": [
+                {"role": "system", "content": request.system_prompt},
+                {"role": "user", "content": request.prompt},
+            ],
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
+        if cfg.reasoning:
+            body["max_completion_tokens"] = max_tokens
+            effort = map_reasoning_effort(request.reasoning, cfg.reasoning_efforts)
+            if effort is not None:
+                body["reasoning_effort"] = effort
+        else:
+            body["max_tokens"] = max_tokens
+        if cfg.isolation_fields:
+            # extra_body: works with every SDK version, whether or not it knows the field names.
+            body["extra_body"] = {
+                "user": f"compactd-{request_id}",
+                "prompt_cache_key": f"compactd-{request_id}",
+            }
+        body["extra_headers"] = {
+            "x-compactd-request-id": request_id,
+            "x-compactd-request-kind": request.kind.value,
+        }
+        return body
+
+    # -- internals ------------------------------------------------------------------------------
+    def _api_key(self) -> str | None:
+        key = self._env.get(self.config.api_key_env) or None
+        if key is None and self.config.base_url is None:
+            raise SummarizationError(
+                f"no API key for {DEFAULT_BASE_URL}: set the environment variable {self.config.api_key_env}"
+            )
+        return key
+
+    def _client(self, key: str | None) -> openai.AsyncOpenAI:
+        return openai.AsyncOpenAI(
+            api_key=key or _PLACEHOLDER_KEY,
+            base_url=self.config.endpoint,
+            max_retries=0,  # we retry ourselves (policy from settings, Retry-After cap)
+            timeout=openai.Timeout(self.config.timeout_seconds),
+        )
+
+    async def _attempt(
+        self, request: SummaryRequest, on_text: OnText | None, key: str | None
+    ) -> SummaryResult:
+        label = kind_label(request.kind)
+        body = self.build_body(request, str(uuid.uuid4()))
+        parts: list[str] = []
+        usage_raw: dict[str, Any] | None = None
+        finish: str | None = None
+        saw_tool_call = False
+        async with self._client(key) as client:
+            try:
+                stream = await client.chat.completions.create(**body)
+            except openai.APIError as exc:
+                raise self._classify(exc, label, key) from None
+            try:
+                async for chunk in stream:
+                    if chunk.usage is not None:
+                        usage_raw = chunk.usage.model_dump()
+                    for choice in chunk.choices:
+                        delta = choice.delta
+                        if delta is not None:
+                            if delta.tool_calls or getattr(delta, "function_call", None):
+                                saw_tool_call = True
+                            if delta.content:
+                                parts.append(delta.content)
+                                if on_text is not None:
+                                    on_text(delta.content)
+                        if choice.finish_reason:
+                            finish = choice.finish_reason
+            except openai.APIError as exc:
+                # A transport failure after the answer was complete only loses the usage chunk.
+                if not (finish is not None and isinstance(exc, openai.APIConnectionError)):
+                    raise self._classify(exc, label, key) from None
+            except (json.JSONDecodeError, ValueError) as exc:
+                raise SummarizationError(
+                    f"{label} failed: malformed streaming data from {self.config.endpoint} "
+                    f"({type(exc).__name__})"
+                ) from None
+            finally:
+                # Closing the response tells the server we are gone (also on cancellation).
+                await stream.close()
+
+        text = "".join(parts)
+        if finish is None:
+            raise TransientError(
+                f"{label} failed: the response stream from {self.config.endpoint} ended early"
+            )
+        if finish == "length":
+            raise RejectedResponseError(token_cap_message(request.kind))
+        if saw_tool_call or finish in ("tool_calls", "function_call"):
+            raise RejectedResponseError(tool_call_message(request.kind))
+        if finish == "content_filter":
+            raise SummarizationError(f"{label} failed: the provider's content filter stopped the response")
+        if not text.strip():
+            raise RejectedResponseError(empty_text_message(request.kind))
+        return SummaryResult(text=text, usage=usage_from_openai(usage_raw, self.config.cost_per_million))
+
+    def _scrub(self, text: str, key: str | None) -> str:
+        return text.replace(key, "***") if key and len(key) >= 4 else text
+
+    def _classify(self, exc: openai.APIError, label: str, key: str | None) -> SummarizationError:
+        cfg = self.config
+        where = cfg.endpoint
+        if isinstance(exc, openai.APITimeoutError):
+            return TransientError(
+                f"{label} failed: request to {where} timed out after {cfg.timeout_seconds:g}s"
+            )
+        if isinstance(exc, openai.APIConnectionError):
+            cause = exc.__cause__
+            detail = f": {type(cause).__name__}" if cause is not None else ""
+            return TransientError(f"{label} failed: connection error talking to {where}{detail}")
+        if isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            text = self._scrub(_status_text(exc), key)
+            if is_overflow_error_text(text):
+                return ContextOverflowError(f"{label} failed: {text}")
+            if status == 401:
+                return SummarizationError(
+                    f"{label} failed: authentication failed at {where} "
+                    f"(check the API key environment variable {cfg.api_key_env})"
+                )
+            if status == 403:
+                return SummarizationError(
+                    f"{label} failed: access denied at {where} for model '{cfg.model}' "
+                    f"(check the API key environment variable {cfg.api_key_env})"
+                )
+            if status == 404:
+                return SummarizationError(f"{label} failed: model '{cfg.model}' not found at {where}")
+            if status == 429 and any(q in text.lower() for q in _QUOTA_TEXT):
+                return SummarizationError(f"{label} failed: {text} (quota exhausted; not retried)")
+            if status in (408, 409, 425, 429) or status >= 500:
+                headers = dict(exc.response.headers)
+                hint = retry_after_ms_from_headers(headers)
+                if hint is None:
+                    hint = retry_after_ms_from_text(text)
+                return TransientError(f"{label} failed: {text}", retry_after_ms=hint)
+            return SummarizationError(f"{label} failed: {text}")
+        # An `error` event inside the stream: no status, only a message.
+        text = self._scrub(exc.message or "unknown error", key)
+        if is_overflow_error_text(text):
+            return ContextOverflowError(f"{label} failed: {text}")
+        if TRANSIENT_TEXT.search(text):
+            return TransientError(f"{label} failed: {text}", retry_after_ms=retry_after_ms_from_text(text))
+        return SummarizationError(f"{label} failed: {text}")
+
+
+def _status_text(exc: openai.APIStatusError) -> str:
+    """`<status> <message>` like the JS SDK Pi uses, so M-22 patterns (e.g. Cerebras'
+    `400 status code (no body)`) match the same texts."""
+    body = exc.body
+    message: str | None = None
+    if isinstance(body, Mapping):
+        inner = body.get("error", body)
+        if isinstance(inner, Mapping):
+            m = inner.get("message")
+            message = m if isinstance(m, str) and m else None
+        elif isinstance(inner, str) and inner:
+            message = inner
+        if message is None and isinstance(body.get("message"), str):
+            message = body["message"]
+    elif isinstance(body, str) and body.strip():
+        message = body.strip()[:500]
+    if message is None:
+        return f"{exc.status_code} status code (no body)"
+    return f"{exc.status_code} {message}"

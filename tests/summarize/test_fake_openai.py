@@ -1,0 +1,51 @@
+"""The shared fake OpenAI server behaves as documented (other test suites rely on it)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+
+import openai
+
+from tests.support.fake_openai import FakeOpenAI, Reply
+
+
+def post(url: str, body: dict) -> tuple[int, bytes]:
+    req = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"content-type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=10) as resp:
+            return resp.status, resp.read()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read()
+
+
+def test_sync_use_queue_then_default_and_recording() -> None:
+    with FakeOpenAI(default=Reply.json({"summary": "default"})) as fake:
+        fake.queue(Reply.json({"summary": "queued"}), Reply.error(418, "teapot"))
+        assert post(fake.base + "/a", {"n": 1}) == (200, b'{"summary": "queued"}')
+        status, body = post(fake.base + "/b", {"n": 2})
+        assert status == 418 and json.loads(body)["error"]["message"] == "teapot"
+        assert post(fake.base + "/c", {"n": 3})[1] == b'{"summary": "default"}'
+        assert [(r.path, r.body) for r in fake.requests] == [("/a", {"n": 1}), ("/b", {"n": 2}), ("/c", {"n": 3})]
+        assert fake.completed == 3 and not fake.disconnected.is_set()
+
+
+def test_script_routes_by_request() -> None:
+    with FakeOpenAI() as fake:
+        fake.script(lambda req: Reply.json({"summary": req.body["prompt"].upper()}) if req.path == "/up" else None)
+        fake.queue(Reply.json({"summary": "from queue"}))
+        assert post(fake.base + "/up", {"prompt": "abc"})[1] == b'{"summary": "ABC"}'
+        assert post(fake.base + "/other", {"prompt": "abc"})[1] == b'{"summary": "from queue"}'
+        fake.reset()
+        assert fake.requests == [] and fake.completed == 0
+
+
+def test_non_streamed_chat_completion_for_the_sync_sdk() -> None:
+    with FakeOpenAI() as fake:
+        fake.queue(Reply.stream(["Hello ", "there"]))
+        client = openai.OpenAI(base_url=fake.url, api_key="k", max_retries=0)
+        completion = client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
+        assert completion.choices[0].message.content == "Hello there"
+        assert completion.choices[0].finish_reason == "stop"
+        assert completion.usage.prompt_tokens == 1200
+        client.close()
