@@ -1,0 +1,68 @@
+"""`compactd prepare FILE`: dry run of a compaction (D-25) — what would be summarized and kept."""
+
+from __future__ import annotations
+
+import argparse
+
+from compactd.compaction.reports import preparation_json, run_prepare
+from compactd.session import SessionError
+
+from ._common import (
+    CliError,
+    add_file_argument,
+    add_json_argument,
+    open_session,
+    print_json,
+    require_entry,
+    run_guarded,
+)
+
+HELP = "dry-run a compaction: what would be summarized and kept, tokens before/after, exact text"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    add_file_argument(parser)
+    parser.add_argument("--leaf", metavar="ID", help="prepare as if this entry were the leaf")
+    parser.add_argument("--keep-recent-tokens", type=int, metavar="N", help="recent tokens kept verbatim (default 20000)")
+    parser.add_argument("--reserve-tokens", type=int, metavar="N", help="tokens reserved for the reply (default 16384)")
+    parser.add_argument("--show-text", action="store_true", help="also print the conversation text that would be summarized")
+    add_json_argument(parser)
+
+
+def _run(args: argparse.Namespace) -> int:
+    session = open_session(args.file)
+    require_entry(session, args.leaf, "--leaf")
+    try:
+        prep = run_prepare(session, args.leaf, args.keep_recent_tokens, args.reserve_tokens)
+    except SessionError as exc:
+        raise CliError(str(exc)) from exc
+    if args.json:
+        print_json(preparation_json(prep) if prep else None)
+        return 0
+    if not prep:
+        print(f"nothing to compact: {prep.message}")
+        return 0
+    report = preparation_json(prep)
+    print(f"first kept entry   {report['firstKeptEntryId']} (path index {prep.first_kept_entry_index})")
+    split = f"yes, turn starts at {report['turnStartEntryId']}" if prep.is_split_turn else "no"
+    print(f"split turn         {split}")
+    print(f"to summarize       {len(prep.messages_to_summarize)} messages"
+          f" + {len(prep.turn_prefix_messages)} turn-prefix messages")
+    print(f"kept verbatim      {len(prep.kept_messages)} messages")
+    print(f"tokens before      {report['tokensBefore']}")
+    print(f"tokens after       {report['estimatedTokensAfter']} (estimate, without the new summary)")
+    previous = report["previousSummary"]
+    print(f"previous summary   {'yes (' + str(len(previous)) + ' chars), update prompt' if previous else 'no'}")
+    print(f"read files         {len(report['readFiles'])}")
+    print(f"modified files     {len(report['modifiedFiles'])}")
+    if args.show_text:
+        print("\n--- conversation ---")
+        print(report["conversationText"])
+        if report["turnPrefixText"] is not None:
+            print("\n--- turn prefix ---")
+            print(report["turnPrefixText"])
+    return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_guarded(_run, args)

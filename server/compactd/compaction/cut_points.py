@@ -1,0 +1,133 @@
+"""Where compaction cuts the path (spec §6, [PI-NEW] projection rules, decisions D-3 and D-14).
+
+Entries are classified by what they contribute to the model's context (X-8 projection), not by
+their type: a `custom_message` or a non-empty `branch_summary` is a user-like message, an empty
+branch summary is invisible. Compaction entries are never cut points, never start a turn and, per
+D-3, weigh nothing in the budget walk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from compactd.session.context import project_entry
+
+from .tokens import estimate_tokens
+
+__all__ = [
+    "CUT_POINT_ROLES",
+    "TURN_START_ROLES",
+    "CutPointResult",
+    "entry_tokens",
+    "is_valid_cut_point",
+    "is_turn_start",
+    "find_valid_cut_points",
+    "find_turn_start_index",
+    "find_cut_point",
+]
+
+Entry = dict[str, Any]
+
+# P-2: a cut may start the kept suffix at any of these roles — never at a tool result.
+CUT_POINT_ROLES = frozenset(
+    {"user", "developer", "assistant", "bashExecution", "custom", "branchSummary", "compactionSummary"}
+)
+# P-4: roles that open a turn (assistant replies and tool results continue one).
+TURN_START_ROLES = CUT_POINT_ROLES - {"assistant"}
+
+
+@dataclass(frozen=True)
+class CutPointResult:
+    """P-13. `turn_start_index` is -1 unless the cut splits a turn."""
+
+    first_kept_entry_index: int
+    turn_start_index: int
+    is_split_turn: bool
+
+
+def entry_tokens(entry: Entry) -> int:
+    """P-9 [PI-NEW]: K-1 summed over the entry's projected messages (compaction entries: 0, D-3)."""
+    if entry.get("type") == "compaction":
+        return 0
+    return sum(estimate_tokens(m) for m in project_entry(entry))
+
+
+def _has_role(entry: Entry, roles: frozenset[str]) -> bool:
+    if entry.get("type") == "compaction":
+        return False
+    return any(m.get("role") in roles for m in project_entry(entry))
+
+
+def is_valid_cut_point(entry: Entry) -> bool:
+    """P-1/P-2."""
+    return _has_role(entry, CUT_POINT_ROLES)
+
+
+def is_turn_start(entry: Entry) -> bool:
+    """P-4."""
+    return _has_role(entry, TURN_START_ROLES)
+
+
+def find_valid_cut_points(entries: Sequence[Entry], start_index: int, end_index: int) -> list[int]:
+    return [i for i in range(start_index, end_index) if is_valid_cut_point(entries[i])]
+
+
+def find_turn_start_index(entries: Sequence[Entry], entry_index: int, start_index: int) -> int:
+    """P-6: the nearest turn start at or before `entry_index` (not before `start_index`), or -1."""
+    for i in range(entry_index, start_index - 1, -1):
+        if is_turn_start(entries[i]):
+            return i
+    return -1
+
+
+def find_cut_point(
+    entries: Sequence[Entry],
+    start_index: int,
+    end_index: int,
+    keep_recent_tokens: int,
+    *,
+    newest_cut_fallback: bool = True,
+) -> CutPointResult:
+    """P-7..P-13: keep roughly `keep_recent_tokens` of the newest entries in `[start, end)`.
+
+    Walking newest → oldest, the first entry whose running total reaches the budget picks the
+    nearest valid cut point at or after it. When there is none (the crossing entry is, e.g., one
+    huge tool result after the newest cut point), Pi keeps everything; with
+    `newest_cut_fallback` (D-14, our default) we cut at the newest valid cut point instead, so the
+    older history can still be summarized while the tool call stays with its result.
+    """
+    cut_points = find_valid_cut_points(entries, start_index, end_index)
+    if not cut_points:
+        return CutPointResult(start_index, -1, False)
+
+    cut_index = cut_points[0]  # P-8: keep everything by default
+    accumulated = 0
+    for i in range(end_index - 1, start_index - 1, -1):
+        tokens = entry_tokens(entries[i])
+        if tokens == 0:
+            continue
+        accumulated += tokens
+        if accumulated >= keep_recent_tokens:
+            at_or_after = next((c for c in cut_points if c >= i), None)
+            if at_or_after is not None:
+                cut_index = at_or_after
+            elif newest_cut_fallback:
+                cut_index = cut_points[-1]
+            break
+
+    # P-11: carry metadata entries just before the cut (model/thinking changes, labels, custom
+    # entries, empty branch summaries) into the kept suffix; stop at a compaction or anything
+    # the model sees.
+    while cut_index > start_index:
+        previous = entries[cut_index - 1]
+        if previous.get("type") == "compaction" or project_entry(previous):
+            break
+        cut_index -= 1
+
+    # P-12 [PI-NEW]: a cut at a turn start does not split anything.
+    if is_turn_start(entries[cut_index]):
+        return CutPointResult(cut_index, -1, False)
+    turn_start = find_turn_start_index(entries, cut_index, start_index)
+    return CutPointResult(cut_index, turn_start, turn_start != -1)

@@ -1,0 +1,209 @@
+"""JavaScript string semantics that Pi's numbers depend on (spec E-3..E-5, decision D-12).
+
+Pi runs on JavaScript: a string's `length` counts UTF-16 code units, `slice` cuts at code-unit
+boundaries, `JSON.stringify` has its own escaping and number formatting, object keys that look like
+array indices come first, and `Array.prototype.sort` compares code units. Reproducing these exactly
+is what makes our token estimates, cut points and serialized text match Pi's bit for bit.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable
+from decimal import Decimal
+from typing import Any
+
+__all__ = [
+    "REPLACEMENT_CHAR",
+    "utf16_len",
+    "utf16_slice",
+    "js_sort_key",
+    "js_sorted",
+    "js_object_keys",
+    "js_number",
+    "js_json_stringify",
+    "js_template_value",
+]
+
+REPLACEMENT_CHAR = "\ufffd"
+_MAX_SAFE = 2**53
+_MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
+_INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+
+
+def utf16_len(text: str) -> int:
+    """`text.length` in JavaScript: UTF-16 code units (a non-BMP character counts 2)."""
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def utf16_slice(text: str, units: int) -> str:
+    """`text.slice(0, units)` in JavaScript.
+
+    If the cut falls between the two halves of a surrogate pair, JavaScript keeps a lone high
+    surrogate. We replace that half character by U+FFFD instead: the result has the same UTF-16
+    length (so every count derived from it still matches Pi), it is valid Unicode that can be
+    written as UTF-8/JSON, and it is exactly what Node itself emits when it writes such a string
+    as UTF-8.
+    """
+    if units <= 0:
+        return ""
+    if text.isascii():
+        return text[:units]
+    encoded = text.encode("utf-16-le", "surrogatepass")
+    if units * 2 >= len(encoded):
+        return text
+    head = encoded[: units * 2]
+    last = int.from_bytes(head[-2:], "little")
+    split_pair = 0xD800 <= last <= 0xDBFF and 0xDC00 <= int.from_bytes(encoded[units * 2 : units * 2 + 2], "little") <= 0xDFFF
+    result = head.decode("utf-16-le", "surrogatepass")
+    if split_pair:
+        result = result[:-1] + REPLACEMENT_CHAR
+    return result
+
+
+def js_sort_key(text: str) -> bytes:
+    """Sort key equal to JavaScript's default string order (UTF-16 code units, E-5).
+
+    Big-endian UTF-16 bytes compare exactly like the code-unit sequence. Python's own order
+    (code points) differs only when non-BMP characters meet U+E000..U+FFFF.
+    """
+    return text.encode("utf-16-be", "surrogatepass")
+
+
+def js_sorted(items: Iterable[str]) -> list[str]:
+    """`[...items].sort()` for strings."""
+    return sorted(items, key=js_sort_key)
+
+
+def js_object_keys(obj: dict[Any, Any]) -> list[Any]:
+    """Own-key order of a JavaScript object built from the same JSON: keys that are canonical
+    array indices come first in ascending numeric order, then the other keys in insertion order.
+    This is the order of `Object.entries` and `JSON.stringify`."""
+    index_keys: list[tuple[int, Any]] = []
+    other_keys: list[Any] = []
+    for key in obj:
+        if isinstance(key, str) and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
+            index_keys.append((int(key), key))
+        else:
+            other_keys.append(key)
+    if not index_keys:
+        return other_keys
+    index_keys.sort()
+    return [key for _, key in index_keys] + other_keys
+
+
+def js_number(value: float | int) -> str:
+    """`String(value)` for a JavaScript number (ECMAScript Number::toString).
+
+    Integers beyond 2^53 are rounded to the nearest double first, as `JSON.parse` would have done.
+    """
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int):
+        if -_MAX_SAFE <= value <= _MAX_SAFE:
+            return str(value)
+        value = float(value)
+    if math.isnan(value):
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == 0:
+        return "0"
+    sign = "-" if value < 0 else ""
+    # repr() yields the shortest round-tripping digits, as JavaScript requires.
+    _, digit_tuple, exponent = Decimal(repr(abs(value))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    n = int(exponent) + len(digits)  # value = 0.<digits> × 10^n
+    k = len(digits)
+    if k <= n <= 21:
+        text = digits + "0" * (n - k)
+    elif 0 < n <= 21:
+        text = digits[:n] + "." + digits[n:]
+    elif -6 < n <= 0:
+        text = "0." + "0" * (-n) + digits
+    else:
+        e = n - 1
+        exp = ("+" if e >= 0 else "-") + str(abs(e))
+        text = (digits if k == 1 else digits[0] + "." + digits[1:]) + "e" + exp
+    return sign + text
+
+
+_JSON_ESCAPES = {
+    0x08: "\\b",
+    0x09: "\\t",
+    0x0A: "\\n",
+    0x0C: "\\f",
+    0x0D: "\\r",
+    0x22: '\\"',
+    0x5C: "\\\\",
+}
+# Characters JSON.stringify changes: quote, backslash, C0 controls and surrogates (lone ones).
+_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+
+
+def _quote(text: str) -> str:
+    if not _NEEDS_ESCAPE.search(text):
+        return '"' + text + '"'
+    out: list[str] = ['"']
+    length = len(text)
+    i = 0
+    while i < length:
+        ch = text[i]
+        code = ord(ch)
+        if code in _JSON_ESCAPES:
+            out.append(_JSON_ESCAPES[code])
+        elif code < 0x20:
+            out.append(f"\\u{code:04x}")
+        elif 0xD800 <= code <= 0xDBFF and i + 1 < length and 0xDC00 <= ord(text[i + 1]) <= 0xDFFF:
+            out.append(text[i : i + 2])  # a well-formed pair held as two halves stays literal
+            i += 1
+        elif 0xD800 <= code <= 0xDFFF:
+            out.append(f"\\u{code:04x}")  # well-formed JSON.stringify escapes lone surrogates
+        else:
+            out.append(ch)
+        i += 1
+    out.append('"')
+    return "".join(out)
+
+
+def js_json_stringify(value: Any) -> str:
+    """`JSON.stringify(value)` for JSON-shaped Python data (E-4): compact, JavaScript key order,
+    JavaScript escaping (no ASCII escaping; U+2028/U+2029 literal; lone surrogates escaped) and
+    JavaScript number formatting (`1.0` → `1`, `1e21` → `1e+21`). Non-finite numbers become `null`."""
+    if value is None:
+        return "null"
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, str):
+        return _quote(value)
+    if isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
+            return "null"
+        return js_number(value)
+    if isinstance(value, dict):
+        return "{" + ",".join(_quote(str(k)) + ":" + js_json_stringify(value[k]) for k in js_object_keys(value)) + "}"
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(js_json_stringify(v) for v in value) + "]"
+    return _quote(str(value))
+
+
+def js_template_value(value: Any) -> str:
+    """How `${value}` renders a JSON value inside a JavaScript template string."""
+    if value is None:
+        return "null"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return js_number(value)
+    if isinstance(value, list):
+        return ",".join("" if v is None else js_template_value(v) for v in value)
+    if isinstance(value, dict):
+        return "[object Object]"
+    return str(value)

@@ -1,0 +1,191 @@
+"""The JSON shapes shared by the command line (`--json`) and the daemon, built from an in-memory
+session. Keys are camelCase and in the documented order, so CLI and protocol answers are
+identical. No I/O here: callers load the session (CLI) or already hold it (daemon).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Protocol
+
+from compactd.session.context import context_from_path, project_entry
+from compactd.session.store import EntryNotFoundError
+from compactd.session.tree import path_to
+
+from .branch import (
+    MIN_BRANCH_TOKEN_BUDGET,
+    branch_token_budget,
+    collect_entries_for_branch_summary,
+    prepare_branch_entries,
+)
+from .exact_tokens import ExactTokenCache, count_context_exact, count_entry_messages, get_counter
+from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
+from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
+from .settings import (
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_KEEP_RECENT_TOKENS,
+    DEFAULT_RESERVE_TOKENS,
+    CompactionSettings,
+)
+from .tokens import estimate_context_tokens, estimate_tokens, should_compact, sum_estimates
+
+__all__ = [
+    "SessionLike",
+    "path_for",
+    "run_prepare",
+    "preparation_json",
+    "prepare_report",
+    "branch_report",
+    "stats_report",
+    "prune_report",
+]
+
+Entry = dict[str, Any]
+
+
+class SessionLike(Protocol):
+    """What the reports read from a session (`compactd.session.Session` fits)."""
+
+    entries: list[Entry]
+    by_id: dict[str, Entry]
+    leaf_id: str | None
+
+
+def path_for(session: SessionLike, leaf_id: str | None = None) -> list[Entry]:
+    """Root-first path to `leaf_id` (default: the session's leaf). Unknown id → EntryNotFoundError."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    return path_to(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
+
+
+def _sourced_json(items: Sequence[SourcedMessage]) -> list[dict[str, Any]]:
+    return [{"role": item.message.get("role"), "entryId": item.entry_id} for item in items]
+
+
+def run_prepare(
+    session: SessionLike,
+    leaf_id: str | None = None,
+    keep_recent_tokens: int | None = None,
+    reserve_tokens: int | None = None,
+) -> CompactionPreparation | NotPrepared:
+    settings = CompactionSettings(
+        reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
+        keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
+    )
+    return prepare_compaction(path_for(session, leaf_id), settings)
+
+
+def preparation_json(prep: CompactionPreparation) -> dict[str, Any]:
+    return {
+        "firstKeptEntryId": prep.first_kept_entry_id,
+        "isSplitTurn": prep.is_split_turn,
+        "turnStartEntryId": prep.turn_start_entry_id,
+        "tokensBefore": prep.tokens_before,
+        "messagesToSummarize": _sourced_json(prep.messages_to_summarize),
+        "turnPrefixMessages": _sourced_json(prep.turn_prefix_messages),
+        "previousSummary": prep.previous_summary,
+        "readFiles": prep.read_files,
+        "modifiedFiles": prep.modified_files,
+        "conversationText": prep.conversation_text,
+        "turnPrefixText": prep.turn_prefix_text,
+        "estimatedTokensAfter": prep.estimated_tokens_after,
+    }
+
+
+def prepare_report(
+    session: SessionLike,
+    leaf_id: str | None = None,
+    keep_recent_tokens: int | None = None,
+    reserve_tokens: int | None = None,
+) -> dict[str, Any] | None:
+    """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted."""
+    prep = run_prepare(session, leaf_id, keep_recent_tokens, reserve_tokens)
+    return preparation_json(prep) if prep else None
+
+
+def branch_report(
+    session: SessionLike, from_id: str, to_id: str, budget: int | None = None
+) -> dict[str, Any]:
+    """`compactd branch --json`: what leaving `from_id` for `to_id` would summarize.
+
+    `budget` defaults to B-9 with the default window and reserve; a non-positive budget is
+    clamped to `MIN_BRANCH_TOKEN_BUDGET` (D-13)."""
+    for entry_id in (from_id, to_id):
+        if entry_id not in session.by_id:
+            raise EntryNotFoundError(entry_id)
+    if budget is None:
+        budget = branch_token_budget(DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVE_TOKENS)
+    elif budget <= 0:
+        budget = MIN_BRANCH_TOKEN_BUDGET
+    collection = collect_entries_for_branch_summary(session.by_id, from_id, to_id)
+    prep = prepare_branch_entries(collection.entries, budget)
+    read_files, modified_files = prep.file_lists
+    return {
+        "commonAncestorId": collection.common_ancestor_id,
+        "entryIds": collection.entry_ids,
+        "messages": _sourced_json(prep.messages),
+        "totalTokens": prep.total_tokens,
+        "readFiles": read_files,
+        "modifiedFiles": modified_files,
+    }
+
+
+def stats_report(
+    session: SessionLike,
+    leaf_id: str | None = None,
+    context_window: int | None = None,
+    reserve_tokens: int | None = None,
+    model: str | None = None,
+    per_entry: bool = False,
+    cache: ExactTokenCache | None = None,
+) -> dict[str, Any]:
+    """`compactd stats --json` / `session/tokenStats`.
+
+    `contextTokens` etc. are K-7 over the context messages; `estimatedTokens` is the plain chars/4
+    sum over them; `exactTokens` the tiktoken count (encoding from `model`, else the context's
+    model). `perEntry` lists every `message` entry of the file in file order."""
+    path = path_for(session, leaf_id)
+    ctx = context_from_path(path, path[-1]["id"] if path else None)
+    usage = estimate_context_tokens(ctx.messages)
+    if model is None and ctx.model is not None:
+        model = ctx.model.get("modelId")
+    counter = get_counter(model)
+    window = DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
+    reserve = DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens
+    settings = CompactionSettings(reserve_tokens=reserve)
+    report: dict[str, Any] = {
+        "contextTokens": usage.tokens,
+        "usageTokens": usage.usage_tokens,
+        "trailingTokens": usage.trailing_tokens,
+        "lastUsageIndex": usage.last_usage_index,
+        "estimatedTokens": sum_estimates(ctx.messages),
+        "exactTokens": count_context_exact(ctx.messages, ctx.entry_ids, counter, cache),
+        "encoding": counter.name,
+        "exact": counter.exact,
+        "contextWindow": window,
+        "reserveTokens": reserve,
+        "threshold": window - reserve,
+        "shouldCompact": should_compact(usage.tokens, window, settings),
+    }
+    if per_entry:
+        rows: list[dict[str, Any]] = []
+        for entry in session.entries:
+            if entry.get("type") != "message":
+                continue
+            messages = project_entry(entry)
+            rows.append(
+                {
+                    "entryId": entry["id"],
+                    "estimate": sum(estimate_tokens(m) for m in messages),
+                    "exact": count_entry_messages(entry["id"], messages, counter, cache),
+                }
+            )
+        report["perEntry"] = rows
+    return report
+
+
+def prune_report(
+    session: SessionLike, leaf_id: str | None = None, settings: PruneSettings = DEFAULT_PRUNE_SETTINGS
+) -> dict[str, Any]:
+    """`compactd prune --dry-run --json`: what pruning the current path would do."""
+    return plan_prune(path_for(session, leaf_id), settings).to_json()
