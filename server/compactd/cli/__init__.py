@@ -28,24 +28,28 @@ COMMANDS: dict[str, str] = {
 }
 
 
-def _available() -> dict[str, object]:
-    modules: dict[str, object] = {}
-    for name, module_name in COMMANDS.items():
-        try:
-            modules[name] = importlib.import_module(f"compactd.cli.{module_name}")
-        except ModuleNotFoundError as exc:
-            if exc.name != f"compactd.cli.{module_name}":
-                raise
-    return modules
+def _load(name: str) -> object | None:
+    module_name = COMMANDS[name]
+    try:
+        return importlib.import_module(f"compactd.cli.{module_name}")
+    except ModuleNotFoundError as exc:
+        if exc.name != f"compactd.cli.{module_name}":
+            raise
+        return None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser. With `only`, just that command's module is imported: start-up time
+    matters for scripts and for editors launching `compactd serve`."""
     parser = argparse.ArgumentParser(
         prog="compactd",
         description="Context compaction and branch summarization for Pi-compatible agent sessions.",
     )
     sub = parser.add_subparsers(dest="command", metavar="<command>")
-    for name, module in _available().items():
+    for name in COMMANDS if only is None else [only]:
+        module = _load(name)
+        if module is None:
+            continue
         p = sub.add_parser(name, help=getattr(module, "HELP", None))
         module.add_arguments(p)  # type: ignore[attr-defined]
         p.set_defaults(_run=module.run)  # type: ignore[attr-defined]
@@ -56,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if not argv:
         argv = ["serve"]  # the daemon is the default, as for a language server
-    parser = build_parser()
+    parser = build_parser(argv[0] if argv[0] in COMMANDS else None)
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
