@@ -32,8 +32,22 @@ import uuid
 from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
-import openai
+if TYPE_CHECKING:
+    import openai
+else:
+
+    class _LazyOpenAI:
+        """The openai SDK costs seconds to import; load it on first use so the daemon and the
+        CLI start fast when the embedded summarizer serves."""
+
+        def __getattr__(self, name: str) -> Any:
+            import openai as sdk
+
+            return getattr(sdk, name)
+
+    openai = _LazyOpenAI()
 
 from ..compaction.overflow import is_overflow_error_text
 from .base import (
