@@ -1,0 +1,130 @@
+"""Open sessions held by the daemon, keyed by session id.
+
+A `SessionHandle` bundles what the daemon needs per session: the `Session`, a lock that
+serializes writes (appends, compaction entries, leaf moves, rewrites all happen on the event
+loop thread while holding it), the running summarization tasks (for `session/abort` and the
+"busy" rule of D-20), the per-session auto-compaction policy and the entries already announced
+to the client. Nothing here does I/O.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compactd.compaction.exact_tokens import ExactTokenCache
+from compactd.session import Session
+
+from .busy import BusyError, busy_reason
+
+
+class UnknownSessionError(Exception):
+    def __init__(self, session_id: str) -> None:
+        super().__init__(f"Unknown session: {session_id} (not open; call session/open or session/create first)")
+        self.session_id = session_id
+
+
+class SessionConflictError(Exception):
+    """Another file with the same session id is already open."""
+
+
+@dataclass(eq=False)
+class SessionHandle:
+    session: Session
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    # Running summarization tasks of this session and what each one is ("compaction", ...).
+    tasks: dict[asyncio.Task[Any], str] = field(default_factory=dict)
+    auto: Any | None = None  # engine.auto.AutoCompactor, created by the daemon
+    # How many entries of `session.entries` the client has already been told about.
+    announced: int = 0
+    # Exact (tiktoken) counts per entry, reused across token-stat requests.
+    token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
+
+    def __post_init__(self) -> None:
+        self.announced = len(self.session.entries)
+
+    @property
+    def session_id(self) -> str:
+        return self.session.session_id
+
+    @property
+    def busy(self) -> bool:
+        return bool(self.running()) or busy_reason(self.session) is not None
+
+    def running(self) -> list[str]:
+        return [kind for task, kind in self.tasks.items() if not task.done()]
+
+    def ensure_idle(self, action: str) -> None:
+        """D-20: refuse leaf moves and a second summarization while one runs."""
+        running = self.running()
+        reason = busy_reason(self.session)
+        if running or reason is not None:
+            what = f"{' and '.join(running)} in progress" if running else str(reason)
+            raise BusyError(self.session_id, f"{what}; cannot {action} now (session/abort or wait)")
+
+    def track(self, task: asyncio.Task[Any], kind: str) -> None:
+        self.tasks[task] = kind
+        task.add_done_callback(lambda done: self.tasks.pop(done, None))
+
+    def cancel_all(self, msg: str | None = None) -> int:
+        """Cancel every running summarization; returns how many were running."""
+        count = 0
+        for task in list(self.tasks):
+            if not task.done():
+                task.cancel(msg)
+                count += 1
+        return count
+
+
+def _path_key(path: Path | None) -> str | None:
+    return os.path.realpath(path) if path is not None else None
+
+
+class SessionRegistry:
+    def __init__(self) -> None:
+        self._handles: dict[str, SessionHandle] = {}
+
+    def __iter__(self) -> Iterator[SessionHandle]:
+        return iter(list(self._handles.values()))
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+    def find_path(self, path: Path) -> SessionHandle | None:
+        key = _path_key(path)
+        for handle in self._handles.values():
+            if _path_key(handle.session.path) == key:
+                return handle
+        return None
+
+    def add(self, session: Session) -> SessionHandle:
+        """Register a session. Opening the same file twice returns the existing handle."""
+        existing = self._handles.get(session.session_id)
+        if existing is not None:
+            if session.path is not None and _path_key(existing.session.path) == _path_key(session.path):
+                return existing
+            where = existing.session.path or "memory"
+            raise SessionConflictError(
+                f"Session id {session.session_id} is already open from {where}; close it first"
+            )
+        handle = SessionHandle(session)
+        self._handles[session.session_id] = handle
+        return handle
+
+    def find(self, session_id: str) -> SessionHandle | None:
+        return self._handles.get(session_id)
+
+    def get(self, session_id: str) -> SessionHandle:
+        handle = self._handles.get(session_id)
+        if handle is None:
+            raise UnknownSessionError(session_id)
+        return handle
+
+    def remove(self, session_id: str) -> SessionHandle:
+        handle = self.get(session_id)
+        del self._handles[session_id]
+        return handle
