@@ -1,0 +1,281 @@
+"""pygls plumbing: raw-dict params, robust stdio framing, error responses, capabilities.
+
+Why not pygls' defaults:
+- pygls turns the params of custom methods into namedtuples (renaming keys that are not Python
+  identifiers), which would corrupt appended entries; our converter keeps them as plain dicts.
+- pygls' reader logs and drops a body that is not valid JSON or cannot be structured, so the client
+  never gets an answer; we answer ParseError / InvalidRequest / InvalidParams instead and keep
+  serving. It also reads stdin from a pool thread that can block interpreter exit; ours is a daemon
+  thread.
+- pygls logs every error response with a traceback; expected application errors are not bugs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import re
+import sys
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any
+
+from cattrs import Converter
+from lsprotocol import types
+from lsprotocol.converters import get_converter
+from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
+from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
+from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
+
+from .errors import Code, RpcError
+
+log = logging.getLogger("compactd.rpc")
+
+MAX_BODY = 512 * 1024 * 1024  # refuse absurd Content-Length values instead of waiting forever
+
+
+def make_converter() -> Converter:
+    """lsprotocol's converter, but params/results of untyped (custom) messages stay plain JSON."""
+    converter = get_converter()
+
+    def request(obj: dict[str, Any], cls: type) -> Any:
+        return cls(id=obj["id"], method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
+
+    def notification(obj: dict[str, Any], cls: type) -> Any:
+        return cls(method=obj["method"], jsonrpc=obj["jsonrpc"], params=obj.get("params"))
+
+    def response(obj: dict[str, Any], cls: type) -> Any:
+        return cls(id=obj["id"], jsonrpc=obj["jsonrpc"], result=obj.get("result"))
+
+    converter.register_structure_hook(JsonRPCRequestMessage, request)
+    converter.register_structure_hook(JsonRPCNotification, notification)
+    converter.register_structure_hook(JsonRPCResponseMessage, response)
+    return converter
+
+
+class CompactdProtocol(LanguageServerProtocol):
+    """LanguageServerProtocol with our error handling and `experimental` capabilities."""
+
+    experimental: dict[str, Any] | None = None
+    # Requests that reached a handler before `initialize` are refused (LSP rule).
+    initialized_once = False
+
+    @lsp_method(types.INITIALIZE)
+    def lsp_initialize(self, params: types.InitializeParams):  # type: ignore[override]
+        result = yield from super().lsp_initialize(params)
+        self.initialized_once = True
+        caps = result.capabilities
+        # We serve no documents or commands; do not advertise pygls' built-in ones.
+        caps.text_document_sync = None
+        caps.execute_command_provider = None
+        if self.experimental is not None:
+            caps.experimental = self.experimental
+        return result
+
+    @lsp_method(types.EXIT)
+    def lsp_exit(self, *args: Any) -> None:  # type: ignore[override]
+        """Stop the serve loop (pygls would sys.exit() from inside a loop callback)."""
+        stop = getattr(self._server, "stop", None)
+        if stop is not None:
+            stop(0 if self._shutdown else 1)
+
+    def _send_handler_result(self, future: Future[Any], *, msg_id: Any) -> None:  # type: ignore[override]
+        self._request_futures.pop(msg_id, None)
+        if future.cancelled():
+            error: JsonRpcException = JsonRpcRequestCancelled(f'Request "{msg_id}" was cancelled')
+            self._send_response(msg_id, error=error.to_response_error())
+            return
+        exc = future.exception()
+        if exc is None:
+            self._send_response(msg_id, result=future.result())
+            return
+        if isinstance(exc, JsonRpcException):
+            log.info("request %s failed: %s (%s)", msg_id, exc.message, exc.code)
+            self._send_response(msg_id, error=exc.to_response_error())
+            return
+        log.error("request %s: unexpected error", msg_id, exc_info=exc)
+        internal = RpcError(Code.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}: {exc}")
+        self._send_response(msg_id, error=internal.to_response_error())
+
+    def _check_handler_result(self, future: Future[Any]) -> None:  # type: ignore[override]
+        if not future.cancelled() and (exc := future.exception()) is not None:
+            log.error("notification handler failed", exc_info=exc)
+
+    # --- input -------------------------------------------------------------------------------
+
+    def send_error(self, msg_id: Any, code: Code, message: str) -> None:
+        if msg_id is None:  # JSON-RPC wants an explicit `"id": null` when the id is unknown
+            self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": int(code), "message": message}})
+            return
+        self._send_response(msg_id, error=types.ResponseError(code=int(code), message=message))
+
+    def receive_body(self, body: bytes) -> bool:
+        """One framed message: parse, validate the envelope, dispatch. Never raises; returns False
+        when the body is not JSON (the reader may then resynchronize)."""
+        try:
+            data = json.loads(body)
+        except (ValueError, UnicodeDecodeError) as exc:
+            log.warning("parse error on input: %s", exc)
+            self.send_error(None, Code.PARSE_ERROR, f"Parse error: {exc}")
+            return False
+        self._dispatch(data)
+        return True
+
+    def _dispatch(self, data: Any) -> None:
+        if not isinstance(data, dict):
+            kind = "batch requests are not supported" if isinstance(data, list) else "expected a JSON object"
+            self.send_error(None, Code.INVALID_REQUEST, f"Invalid request: {kind}")
+            return
+        msg_id = data.get("id")
+        method = data.get("method")
+        is_request = "id" in data and "method" in data
+        if data.get("jsonrpc") != "2.0" or ("method" in data and not isinstance(method, str)) or (
+            "id" in data and not isinstance(msg_id, (str, int)) and msg_id is not None
+        ):
+            log.warning("invalid JSON-RPC envelope (keys %s)", sorted(data)[:10])
+            if "id" in data and ("method" in data or "error" not in data and "result" not in data):
+                safe_id = msg_id if isinstance(msg_id, (str, int)) else None
+                self.send_error(safe_id, Code.INVALID_REQUEST, "Invalid request: not a JSON-RPC 2.0 message")
+            return
+        if "method" not in data and "id" not in data:
+            log.warning("message with neither method nor id ignored")
+            return
+        if self._shutdown and is_request and method != types.EXIT:
+            self.send_error(msg_id, Code.INVALID_REQUEST, "Server is shutting down")
+            return
+        if is_request and not self.initialized_once and method not in (types.INITIALIZE, types.SHUTDOWN):
+            self.send_error(msg_id, Code.SERVER_NOT_INITIALIZED, "Server not initialized: send initialize first")
+            return
+        try:
+            message = self.structure_message(data)
+        except JsonRpcException as exc:
+            if is_request:
+                self.send_error(msg_id, Code.INVALID_PARAMS, f"Invalid params for {method}: {_cause(exc)}")
+            else:
+                log.warning("could not read %s message: %s", method or "response", _cause(exc))
+            return
+        try:
+            self.handle_message(message)
+        except SystemExit:
+            raise
+        except Exception as exc:  # a handler must never take the daemon down
+            log.error("failed to handle %s", method or "message", exc_info=exc)
+            if is_request:
+                self.send_error(msg_id, Code.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
+
+
+def _cause(exc: BaseException) -> str:
+    cause = exc.__cause__
+    text = str(cause) if cause is not None else str(exc)
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+# --- framing ---------------------------------------------------------------------------------
+
+_HEADER = re.compile(rb"^([A-Za-z0-9-]+)\s*:\s*(.*)$")
+
+
+class FrameReader:
+    """Incremental LSP base-protocol parser: headers, blank line, Content-Length bytes of body.
+
+    It resynchronizes after bad framing instead of losing the stream: lines that are not headers
+    are skipped (a header glued to the end of garbage is still found), a bad Content-Length drops
+    its header block, and a body that is not JSON because its Content-Length was too long is split
+    at the next frame header found inside it (the part before is still tried as a message).
+    """
+
+    def __init__(self, on_body: Callable[[bytes], bool]) -> None:
+        self._buffer = bytearray()
+        self._length: int | None = None
+        self._in_headers = False
+        self._bad_header = False
+        self._on_body = on_body  # returns False when the body is not valid JSON
+
+    def feed(self, data: bytes) -> None:
+        self._buffer += data
+        while self._step():
+            pass
+
+    def _deliver(self, body: bytes) -> None:
+        if self._on_body(body):
+            return
+        cut = body.find(_NEXT_FRAME, 1)
+        if cut < 0:
+            return
+        head = body[:cut]
+        if head.strip():
+            self._on_body(head)
+        self._buffer[:0] = body[cut:]
+
+    def _step(self) -> bool:
+        if self._length is not None and not self._in_headers:
+            if len(self._buffer) < self._length:
+                return False
+            body = bytes(self._buffer[: self._length])
+            del self._buffer[: self._length]
+            self._length = None
+            self._deliver(body)
+            return True
+        newline = self._buffer.find(b"\n")
+        if newline < 0:
+            if len(self._buffer) > 65536:  # a header line this long is garbage
+                log.warning("discarding %d bytes of unframed input", len(self._buffer))
+                self._buffer.clear()
+            return False
+        line = bytes(self._buffer[:newline]).rstrip(b"\r")
+        del self._buffer[: newline + 1]
+        if not line.strip():
+            if self._in_headers:
+                self._in_headers = False
+                if self._length is None and not self._bad_header:
+                    log.warning("header block without Content-Length ignored")
+                self._bad_header = False
+            return True
+        match = _HEADER.match(line)
+        if not match:
+            glued = line.find(_NEXT_FRAME)
+            if glued > 0:
+                log.warning("skipping %d bytes of unframed input before a header", glued)
+                self._buffer[:0] = line[glued:] + b"\r\n"
+                return True
+            log.warning("ignoring unframed input line (%d bytes)", len(line))
+            self._in_headers = False
+            self._length = None
+            return True
+        self._in_headers = True
+        name, value = match.group(1).lower(), match.group(2).strip()
+        if name == b"content-length":
+            if value.isdigit() and int(value) <= MAX_BODY:
+                self._length = int(value)
+            else:
+                log.warning("invalid Content-Length %r ignored", value[:40])
+                self._length = None
+                self._bad_header = True
+        return True
+
+
+_NEXT_FRAME = b"Content-Length:"
+
+
+def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
+    """Read stdin on a daemon thread (a blocked read must not keep the process alive)."""
+    fd = sys.stdin.fileno()
+
+    def pump() -> None:
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except OSError:
+                chunk = b""
+            if not chunk:
+                loop.call_soon_threadsafe(on_eof)
+                return
+            loop.call_soon_threadsafe(reader.feed, chunk)
+
+    threading.Thread(target=pump, name="compactd-stdin", daemon=True).start()
+
+
+__all__ = ["CompactdProtocol", "FrameReader", "make_converter", "start_stdin_thread"]

@@ -1,0 +1,285 @@
+"""The compactd daemon: a pygls LanguageServer speaking our `session/*` methods over stdio.
+
+State lives here (open sessions, client options, running summarizations); the handlers in
+handlers.py are thin functions over it. Everything that touches a Session runs on the event loop
+thread; only read-only work on a snapshot (token counts, preparation, big tree views) and file
+loading run in worker threads, so `$/cancelRequest` and other requests are answered meanwhile.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, BinaryIO, TypeVar
+
+from lsprotocol import types
+from pygls.io_ import StdoutWriter
+from pygls.lsp.server import LanguageServer
+
+from compactd import __version__
+from compactd.engine.registry import SessionHandle, SessionRegistry
+from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
+from compactd.session import Session
+from compactd.summarize.base import Summarizer
+
+from .errors import Code, RpcError
+from .hooks import RpcHooks
+from .progress import ProgressReporter, acquire_token
+from .protocol import CompactdProtocol, FrameReader, make_converter, start_stdin_thread
+from .schema import InitOptions
+
+log = logging.getLogger("compactd.rpc")
+T = TypeVar("T")
+
+# Filled by handlers.py when it registers each method (the contract of architecture.md).
+METHODS: list[str] = []
+NOTIFICATIONS = ["session/didChange", "session/compactionStart", "session/compactionEnd"]
+SERVER_REQUESTS = ["session/beforeCompact", "session/compacting", "session/beforeTree"]
+
+
+@dataclass(eq=False)
+class Job:
+    """One running summarization (compaction, branch summary, auto-compaction)."""
+
+    session_id: str
+    kind: str
+    task: asyncio.Task[Any]
+    token: int | str | None = None
+    cancelled_by: str | None = None  # "abort" | "progress" when not cancelled through the request
+
+    def cancel(self, by: str) -> bool:
+        if self.task.done():
+            return False
+        self.cancelled_by = self.cancelled_by or by
+        self.task.cancel()
+        return True
+
+
+@dataclass
+class ClientOptions:
+    init: InitOptions = field(default_factory=InitOptions)
+
+    def overrides(self) -> dict[str, Any]:
+        merged = dict(self.init.settings)
+        if self.init.summarizer is not None:
+            merged = merge_settings(merged, {"summarizer": self.init.summarizer})
+        return merged
+
+
+class CompactdServer(LanguageServer):
+    protocol: CompactdProtocol
+
+    def __init__(self) -> None:
+        super().__init__(
+            "compactd",
+            __version__,
+            text_document_sync_kind=types.TextDocumentSyncKind.None_,
+            protocol_cls=CompactdProtocol,
+            converter_factory=make_converter,
+        )
+        self.registry = SessionRegistry()
+        self.options = ClientOptions()
+        self.jobs: list[Job] = []
+        self.background: set[asyncio.Task[Any]] = set()
+        self._stop: asyncio.Event | None = None
+        self.exit_code = 0
+
+    # --- capabilities --------------------------------------------------------------------------
+
+    def experimental_capabilities(self) -> dict[str, Any]:
+        return {
+            "compactd": {
+                "version": __version__,
+                "methods": list(METHODS),
+                "notifications": list(NOTIFICATIONS),
+                "serverRequests": list(SERVER_REQUESTS),
+                "errorCodes": {code.name: int(code) for code in Code},
+            }
+        }
+
+    def client_supports_progress(self) -> bool:
+        caps = getattr(self.protocol, "client_capabilities", None)
+        window = getattr(caps, "window", None) if caps is not None else None
+        return bool(window is not None and window.work_done_progress)
+
+    # --- settings ------------------------------------------------------------------------------
+
+    def apply_options(self, options: InitOptions) -> None:
+        self.options = ClientOptions(options)
+        log.info("options applied: hooks=%s hookTimeoutMs=%d settings keys=%s summarizer=%s",
+                 options.hooks, options.hook_timeout_ms, sorted(options.settings),
+                 "set" if options.summarizer is not None else "default")
+
+    def settings_for(self, session: Session | None) -> Settings:
+        """Pi's files for the session's cwd (read each time: edits apply at once), then the
+        client's overrides."""
+        cwd = (session.cwd if session is not None else None) or os.getcwd()
+        return load_settings(cwd, self.options.overrides())
+
+    def summarizer_for(self, settings: Settings) -> Summarizer:
+        return build_summarizer(settings)
+
+    def hooks(self) -> RpcHooks | None:
+        declared = set(self.options.init.hooks)
+        if not declared:
+            return None
+        return RpcHooks(self, declared, self.options.init.hook_timeout_ms)
+
+    # --- notifications -------------------------------------------------------------------------
+
+    def notify(self, method: str, params: dict[str, Any]) -> None:
+        self.protocol.notify(method, params)
+
+    def announce(self, handle: SessionHandle, kind: str, entry_ids: list[str] | None = None) -> list[str]:
+        """session/didChange for entries the client has not heard of yet (or explicit ids)."""
+        session = handle.session
+        new_ids = [e["id"] for e in session.entries[handle.announced:]]
+        handle.announced = len(session.entries)
+        if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
+            self.notify("session/didChange", {"sessionId": handle.session_id, "kind": "appended",
+                                               "entryIds": new_ids, "leafId": session.leaf_id})
+        ids = new_ids if entry_ids is None else entry_ids
+        if kind == "appended" and not ids:
+            return ids
+        self.notify("session/didChange", {"sessionId": handle.session_id, "kind": kind, "entryIds": ids,
+                                           "leafId": session.leaf_id})
+        return ids
+
+    # --- running summarizations ----------------------------------------------------------------
+
+    async def run_job(
+        self,
+        handle: SessionHandle,
+        kind: str,
+        title: str,
+        client_token: int | str | None,
+        work: Callable[[ProgressReporter], Awaitable[T]],
+        *,
+        action: str,
+        progress: bool = True,
+        on_start: Callable[[], None] | None = None,
+    ) -> T:
+        """Run `work` as its own task so every cancellation route can stop it and the request
+        answers at once: `$/cancelRequest` cancels this handler (we stop waiting and cancel the
+        job); `window/workDoneProgress/cancel` and `session/abort` cancel the job (we answer
+        RequestCancelled naming the route). The engine writes nothing until the summary is done."""
+        handle.ensure_idle(action)
+        token = await acquire_token(self, client_token) if progress or client_token is not None else None
+        handle.ensure_idle(action)  # re-check: another request may have started meanwhile
+        reporter = ProgressReporter(self, token, title)
+        task = asyncio.create_task(work(reporter), name=f"{kind}:{handle.session_id}")
+        job = Job(handle.session_id, kind, task, token)
+        reporter.on_token = lambda new_token: setattr(job, "token", new_token)
+        handle.track(task, kind)
+        self.jobs.append(job)
+        reporter.begin(f"{title}…")
+        if on_start is not None:
+            on_start()
+        outcome = "cancelled"
+        try:
+            result = await asyncio.shield(task)
+            outcome = "done"
+            return result
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if task.done() and not task.cancelled() and task.exception() is None:
+                outcome = "done"  # finished in the same instant the cancel arrived
+                return task.result()
+            if current is not None and current.cancelling():
+                job.cancel("request")
+                raise
+            raise RpcError(Code.REQUEST_CANCELLED, f"{title} cancelled",
+                           {"cancelledBy": job.cancelled_by or "server"}) from None
+        except BaseException as exc:
+            detail = str(exc) or type(exc).__name__
+            outcome = detail if detail.lower().startswith(title.lower()) else f"failed: {detail}"
+            raise
+        finally:
+            self.jobs.remove(job)
+            reporter.end(outcome if outcome.lower().startswith(title.lower()) else f"{title} {outcome}")
+
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
+        """A background task whose failure is logged, never raised into the loop."""
+        task = asyncio.ensure_future(coro)
+        self.background.add(task)
+
+        def done(t: asyncio.Task[Any]) -> None:
+            self.background.discard(t)
+            if not t.cancelled() and t.exception() is not None:
+                log.error("background task %s failed", name, exc_info=t.exception())
+
+        task.add_done_callback(done)
+        return task
+
+    def cancel_jobs(self, *, session_id: str | None = None, token: int | str | None = None, by: str) -> int:
+        """Cancel running summarizations of a session (session/abort) or of a progress token."""
+        count = 0
+        for job in list(self.jobs):
+            if session_id is not None and job.session_id != session_id:
+                continue
+            if token is not None and job.token != token:
+                continue
+            count += job.cancel(by)
+        return count
+
+    # --- off-loop work -------------------------------------------------------------------------
+
+    @staticmethod
+    def snapshot(session: Session) -> Session:
+        """A read-only view for worker threads: appends on the loop do not disturb it."""
+        snap = copy.copy(session)
+        snap.entries = list(session.entries)
+        snap.by_id = dict(session.by_id)
+        snap.warnings = list(session.warnings)
+        return snap
+
+    @staticmethod
+    async def off_loop(fn: Callable[..., T], *args: Any) -> T:
+        return await asyncio.to_thread(fn, *args)
+
+    # --- stdio loop ----------------------------------------------------------------------------
+
+    def stop(self, code: int) -> None:
+        self.exit_code = code
+        if self._stop is not None:
+            self._stop.set()
+
+    def serve_stdio(self, stdin_fd_reader: Callable[..., None] = start_stdin_thread,
+                    stdout: BinaryIO | None = None) -> int:
+        out = stdout or sys.stdout.buffer
+        sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
+        self.protocol.set_writer(StdoutWriter(out))
+        self.protocol.experimental = self.experimental_capabilities()
+        try:
+            asyncio.run(self._serve(stdin_fd_reader))
+        except BrokenPipeError:
+            log.error("client went away (broken pipe)")
+            return 1
+        return self.exit_code
+
+    async def _serve(self, reader_starter: Callable[..., None]) -> None:
+        loop = asyncio.get_running_loop()
+        self._stop = asyncio.Event()
+
+        def on_eof() -> None:
+            if not self._stop.is_set():  # type: ignore[union-attr]
+                log.info("stdin closed; exiting")
+                self.exit_code = 0 if self.protocol._shutdown else 1
+                self._stop.set()  # type: ignore[union-attr]
+
+        reader_starter(loop, FrameReader(self.protocol.receive_body), on_eof)
+        await self._stop.wait()
+        for job in list(self.jobs):
+            job.cancel("server")
+        for task in list(self.background):
+            task.cancel()
+        for handle in self.registry:
+            handle.cancel_all("server")
+        pending = [j.task for j in self.jobs] + list(self.background)
+        if pending:
+            await asyncio.wait(pending, timeout=2)

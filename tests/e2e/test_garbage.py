@@ -1,0 +1,165 @@
+"""Raw bytes on stdin: bad framing, invalid JSON, wrong envelopes, unknown methods, wrong types.
+Each gets a JSON-RPC error (or is logged and skipped) and the daemon keeps serving. Also the LSP
+lifecycle edges (requests before initialize, exit codes) and that the API key never leaks."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+from tests.support.fake_openai import FakeOpenAI, Reply
+
+from .helpers import GOOD_SUMMARY, SECRET, fake_summarizer, write_session
+from .raw import RawServer
+
+
+def test_garbage_on_stdin_keeps_the_daemon_alive() -> None:
+    server = RawServer()
+    try:
+        early = server.request(1, "session/list", {})
+        assert early["error"]["code"] == -32002  # before initialize
+        assert "capabilities" in server.initialize()["result"]
+
+        server.write(b"Content-Length: 9\r\n\r\n{not json")
+        parse = server.receive()
+        assert parse["error"]["code"] == -32700 and parse["id"] is None
+
+        server.write(b"Content-Length: 4\r\n\r\n\xff\xfe\x00\x01")
+        assert server.receive()["error"]["code"] == -32700
+
+        server.send([1, 2, 3])
+        batch = server.receive()
+        assert batch["error"]["code"] == -32600 and batch["id"] is None
+        server.send("just a string")
+        assert server.receive()["error"]["code"] == -32600
+
+        server.send({"jsonrpc": "1.0", "id": 7, "method": "session/list"})
+        assert server.response(7)["error"]["code"] == -32600
+        server.send({"jsonrpc": "2.0", "id": 8, "method": 5})
+        assert server.response(8)["error"]["code"] == -32600
+
+        # framing garbage: stray lines, a header block without length, a non-numeric length
+        server.write(b"hello there\r\n\r\nX-Whatever: 1\r\n\r\nContent-Length: abc\r\n\r\n")
+        # notifications nobody handles, a cancel for nothing, a response to nothing
+        server.send({"jsonrpc": "2.0", "method": "session/unknownNotification", "params": {}})
+        server.send({"jsonrpc": "2.0", "method": "$/cancelRequest", "params": {"id": 12345}})
+        server.send({"jsonrpc": "2.0", "id": "never-asked", "result": {"x": 1}})
+
+        assert server.request(9, "session/nope", {})["error"]["code"] == -32601
+        typed = server.request(10, "textDocument/hover", {"textDocument": 5, "position": "top"})
+        assert typed["error"]["code"] == -32602
+        wrong = server.request(11, "session/open", {"path": ["not", "a", "string"]})
+        assert wrong["error"]["code"] == -32602 and wrong["error"]["message"].startswith("path:")
+
+        alive = server.request(12, "session/list", {})
+        assert alive["result"] == {"sessions": []}
+        assert server.shutdown() == 0
+        assert "Traceback" not in server.stderr
+    finally:
+        server.kill()
+
+
+def test_serve_is_the_default_command() -> None:
+    server = RawServer([sys.executable, "-m", "compactd"])
+    try:
+        assert server.initialize()["result"]["serverInfo"]["name"] == "compactd"
+        assert server.shutdown() == 0
+    finally:
+        server.kill()
+
+
+def test_exit_without_shutdown_and_eof() -> None:
+    server = RawServer()
+    try:
+        server.initialize()
+        server.send({"jsonrpc": "2.0", "method": "exit"})
+        assert server.proc.wait(30) == 1  # LSP: exit without shutdown is an error exit
+    finally:
+        server.kill()
+    closed = RawServer()
+    try:
+        closed.initialize()
+        assert closed.proc.stdin is not None
+        closed.proc.stdin.close()  # the client died
+        assert closed.proc.wait(30) == 1
+    finally:
+        closed.kill()
+
+
+def test_requests_after_shutdown_are_refused() -> None:
+    server = RawServer()
+    try:
+        server.initialize()
+        assert server.request("s", "shutdown", None)["result"] is None
+        assert server.request(2, "session/list", {})["error"]["code"] == -32600
+        server.send({"jsonrpc": "2.0", "method": "exit"})
+        assert server.proc.wait(30) == 0
+    finally:
+        server.kill()
+
+
+def test_api_key_never_leaves_the_process(tmp_path: Path) -> None:
+    fake = FakeOpenAI(default=Reply.stream(GOOD_SUMMARY)).start()
+    server = RawServer(COMPACTD_LOG_LEVEL="DEBUG")
+    try:
+        path = tmp_path / "s.jsonl"
+        write_session(path, tmp_path, turns=6)
+        server.initialize({"summarizer": fake_summarizer(fake.url), "settings": {"retry": {"enabled": False},
+                                                                                 "compaction": {"keepRecentTokens": 800}}})
+        seen = [server.request(2, "session/open", {"path": str(path)})]
+        seen.append(server.request(3, "session/compact", {"sessionId": "e2e-session"}))
+        assert seen[-1]["result"]["entryId"]
+        fake.default = Reply.error(401, "Incorrect API key provided: sk-test-DO****cdef")
+        seen.append(server.request(4, "session/compact", {"sessionId": "e2e-session"}))
+        assert seen[-1]["error"]["code"] in (-32013, -32015)
+        assert fake.requests[0].headers["authorization"] == f"Bearer {SECRET}"  # it was used
+        assert server.shutdown() == 0
+        assert SECRET not in server.stderr
+        assert all(SECRET not in json.dumps(m) for m in seen)
+    finally:
+        server.kill()
+        fake.stop()
+
+
+def test_invalid_initialization_options_can_be_retried() -> None:
+    server = RawServer()
+    try:
+        bad = server.request(1, "initialize", {"processId": None, "capabilities": {},
+                                               "initializationOptions": {"hooks": ["nope"], "hookTimeoutMs": -1}})
+        assert bad["error"]["code"] == -32602
+        assert "hooks.0" in bad["error"]["message"] and "hookTimeoutMs" in bad["error"]["message"]
+        assert server.request(2, "session/list", {})["error"]["code"] == -32002
+        good = server.request(3, "initialize", {"processId": None, "capabilities": {},
+                                                "initializationOptions": {"hooks": ["beforeTree"]}})
+        assert good["result"]["serverInfo"]["name"] == "compactd"
+        assert server.request(4, "session/list", {})["result"] == {"sessions": []}
+        assert server.shutdown() == 0
+    finally:
+        server.kill()
+
+
+def frame(message: dict, delta: int = 0) -> bytes:
+    body = json.dumps(message).encode()
+    return b"Content-Length: %d\r\n\r\n" % (len(body) + delta) + body
+
+
+def test_wrong_content_lengths_resynchronize() -> None:
+    server = RawServer()
+    try:
+        server.initialize()
+        # too short: the body is cut, its tail is garbage glued to the next header
+        server.write(frame({"jsonrpc": "2.0", "id": "short", "method": "session/list", "params": {}}, -3)
+                     + frame({"jsonrpc": "2.0", "id": "after-short", "method": "session/list", "params": {}}))
+        assert server.receive()["error"]["code"] == -32700
+        assert server.response("after-short")["result"] == {"sessions": []}
+        # too long: the body swallows the start of the next frame; both messages are still answered
+        server.write(frame({"jsonrpc": "2.0", "id": "long", "method": "session/list", "params": {}}, 30)
+                     + frame({"jsonrpc": "2.0", "id": "after-long", "method": "session/list", "params": {}}))
+        answers = [server.receive() for _ in range(3)]
+        assert answers[0]["error"]["code"] == -32700
+        assert {a.get("id") for a in answers[1:]} == {"long", "after-long"}
+        assert all(a["result"] == {"sessions": []} for a in answers[1:])
+        assert server.shutdown() == 0
+    finally:
+        server.kill()

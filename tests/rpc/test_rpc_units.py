@@ -1,0 +1,119 @@
+"""In-process checks of the daemon's building blocks: framing, params validation, error mapping,
+log redaction. (Everything end to end lives in tests/e2e.)"""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+from compactd.engine.busy import BusyError
+from compactd.engine.compactor import CompactionError
+from compactd.engine.registry import SessionRegistry
+from compactd.engine.settings import SettingsError
+from compactd.rpc.errors import Code, RpcError, to_rpc_error
+from compactd.rpc.logs import RedactingFormatter, redact
+from compactd.rpc.protocol import FrameReader
+from compactd.rpc.schema import AppendParams, CompactParams, ContextParams, parse
+from compactd.session import EntryNotFoundError, Session
+
+
+def frame(obj: object, delta: int = 0) -> bytes:
+    body = json.dumps(obj).encode()
+    return b"Content-Length: %d\r\n\r\n" % (len(body) + delta) + body
+
+
+class Collector:
+    def __init__(self) -> None:
+        self.bodies: list[object] = []
+        self.bad = 0
+
+    def __call__(self, body: bytes) -> bool:
+        try:
+            self.bodies.append(json.loads(body))
+        except ValueError:
+            self.bad += 1
+            return False
+        return True
+
+
+def test_frames_split_across_reads_and_garbage_between() -> None:
+    seen = Collector()
+    reader = FrameReader(seen)
+    data = b"noise\r\n" + frame({"a": 1}) + b"X-Junk: 1\r\n\r\n" + frame({"b": 2}) + b"Content-Length: x\r\n\r\n"
+    for i in range(0, len(data), 3):  # byte-by-byte-ish delivery
+        reader.feed(data[i:i + 3])
+    reader.feed(frame({"c": 3}))
+    assert seen.bodies == [{"a": 1}, {"b": 2}, {"c": 3}] and seen.bad == 0
+
+
+def test_frames_resynchronize_after_wrong_lengths() -> None:
+    seen = Collector()
+    reader = FrameReader(seen)
+    reader.feed(frame({"short": True}, -2) + frame({"next": 1}))
+    reader.feed(frame({"long": True}, 25) + frame({"after": 2}))
+    assert seen.bodies == [{"next": 1}, {"long": True}, {"after": 2}]
+    assert seen.bad == 2
+
+
+def test_params_errors_name_the_field() -> None:
+    with pytest.raises(RpcError) as info:
+        parse(CompactParams, {})
+    assert info.value.code == Code.INVALID_PARAMS and info.value.message == "sessionId: Field required"
+    with pytest.raises(RpcError) as info:
+        parse(CompactParams, {"sessionId": "s", "workDoneToken": 1.5})
+    assert info.value.message.startswith("workDoneToken")
+    with pytest.raises(RpcError) as info:
+        parse(AppendParams, {"sessionId": "s", "entries": [{"type": "label", "label": "x"}]})
+    assert "entries.0.label.targetId: Field required" in info.value.message
+
+
+def test_leaf_id_omitted_null_and_given_are_distinct() -> None:
+    assert parse(ContextParams, {"sessionId": "s"}).leaf_given is False
+    explicit_null = parse(ContextParams, {"sessionId": "s", "leafId": None})
+    assert explicit_null.leaf_given is True and explicit_null.leaf_id is None
+
+
+def test_appended_entries_keep_their_raw_form() -> None:
+    raw = {"sessionId": "s", "entries": [{"type": "custom", "customType": "x", "data": {"class": 1, "a-b": 2}}]}
+    params = parse(AppendParams, raw)
+    assert params.raw()["entries"][0]["data"] == {"class": 1, "a-b": 2}
+
+
+def test_engine_errors_map_to_documented_codes() -> None:
+    cases = [
+        (EntryNotFoundError("e1"), Code.ENTRY_NOT_FOUND),
+        (BusyError("s", "compaction in progress"), Code.SESSION_BUSY),
+        (CompactionError("Already compacted", "already_compacted"), Code.NOTHING_TO_COMPACT),
+        (CompactionError("Nothing to compact (session too small)", "nothing_to_compact"), Code.NOTHING_TO_COMPACT),
+        (CompactionError("Compaction cancelled", "cancelled"), Code.CANCELLED_BY_HOOK),
+        (CompactionError.failed("boom"), Code.SUMMARIZATION_FAILED),
+        (SettingsError("compaction.reserveTokens", "bad"), Code.SETTINGS_ERROR),
+        (IsADirectoryError(21, "Is a directory", "/tmp"), Code.FILE_ERROR),
+    ]
+    for exc, code in cases:
+        assert to_rpc_error(exc).code == code, exc
+    unknown = to_rpc_error(ZeroDivisionError("x"))
+    assert unknown.code == Code.INTERNAL_ERROR and "ZeroDivisionError" in unknown.message
+
+
+def test_registry_reopens_same_path_and_refuses_conflicts(tmp_path) -> None:
+    registry = SessionRegistry()
+    path = tmp_path / "a.jsonl"
+    first = Session.create(str(tmp_path), path, session_id="same")
+    handle = registry.add(first)
+    assert registry.add(Session.create(str(tmp_path), path, session_id="same")) is handle
+    with pytest.raises(Exception, match="already open"):
+        registry.add(Session.create(str(tmp_path), tmp_path / "b.jsonl", session_id="same"))
+    assert registry.remove("same") is handle and len(registry) == 0
+
+
+def test_secrets_are_masked_in_logs() -> None:
+    text = ('calling with {"apiKey": "sk-abcdefghijklmnop1234", "model": "x"} '
+            "Authorization: Bearer abcdefghijklmnopqrstuvwxyz api_key=hunter2secret sk-proj-ZZZZZZZZZZZZZZZZ")
+    masked = redact(text)
+    for secret in ("sk-abcdefghijklmnop1234", "abcdefghijklmnopqrstuvwxyz", "hunter2secret", "sk-proj-ZZZZZZZZZZZZZZZZ"):
+        assert secret not in masked
+    assert '"model": "x"' in masked
+    record = logging.LogRecord("compactd", logging.INFO, __file__, 1, "key %s", ("sk-live-0123456789abcdef",), None)
+    assert "sk-live-0123456789abcdef" not in RedactingFormatter("%(message)s").format(record)
