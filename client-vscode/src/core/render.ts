@@ -1,0 +1,238 @@
+// Text the extension shows: the status bar's token figures and the read-only markdown
+// documents (token statistics, the compaction dry run, a summary entry). Pure functions of the
+// daemon's results; unknown fields are still shown, so a newer daemon loses nothing.
+import type { TokenStats } from './protocol';
+
+export function formatTokens(n: number | null | undefined): string {
+  if (typeof n !== 'number' || !Number.isFinite(n)) return '?';
+  const abs = Math.abs(n);
+  if (abs < 1000) return String(Math.round(n));
+  if (abs < 1_000_000) {
+    const k = n / 1000;
+    return `${k >= 100 || Number.isInteger(k) ? Math.round(k) : k.toFixed(1)}k`;
+  }
+  const m = n / 1_000_000;
+  return `${Number.isInteger(m) ? m : m.toFixed(2)}M`;
+}
+
+export function usagePercent(stats: Pick<TokenStats, 'contextTokens' | 'contextWindow'> & { percent?: number | null }): number {
+  if (typeof stats.percent === 'number' && Number.isFinite(stats.percent)) return stats.percent;
+  return stats.contextWindow > 0 ? (100 * stats.contextTokens) / stats.contextWindow : 0;
+}
+
+/** `45.2k / 200k (23%)` */
+export function statusText(stats: TokenStats): string {
+  return `${formatTokens(stats.contextTokens)} / ${formatTokens(stats.contextWindow)} (${Math.round(usagePercent(stats))}%)`;
+}
+
+export type UsageLevel = 'ok' | 'warn' | 'over';
+
+/** `warn` from `warnRatio` of the compaction threshold on; `over` once the daemon says compact. */
+export function usageLevel(stats: TokenStats, warnRatio: number): UsageLevel {
+  if (stats.shouldCompact || (stats.threshold > 0 && stats.contextTokens > stats.threshold)) return 'over';
+  if (stats.threshold > 0 && stats.contextTokens >= warnRatio * stats.threshold) return 'warn';
+  return 'ok';
+}
+
+export function statusTooltip(stats: TokenStats): string {
+  const lines = [
+    `Context: ${fmtInt(stats.contextTokens)} of ${fmtInt(stats.contextWindow)} tokens (${usagePercent(stats).toFixed(1)}%)`,
+    `Compaction threshold: ${fmtInt(stats.threshold)} (window − reserve ${fmtInt(stats.reserveTokens)})`,
+  ];
+  if (typeof stats.exactTokens === 'number') lines.push(`Exact count (tiktoken): ${fmtInt(stats.exactTokens)}`);
+  if (stats.shouldCompact) lines.push('Over the threshold: compaction is due.');
+  lines.push('Click for full token statistics.');
+  return lines.join('\n');
+}
+
+function fmtInt(n: unknown): string {
+  return typeof n === 'number' && Number.isFinite(n) ? Math.round(n).toLocaleString('en-US') : plain(n);
+}
+
+/** Any JSON value as short text (objects as JSON, absent as a dash). */
+function plain(v: unknown): string {
+  if (v === null || v === undefined) return '—';
+  if (typeof v === 'string') return v;
+  if (typeof v === 'number' || typeof v === 'boolean') return String(v);
+  return JSON.stringify(v);
+}
+
+function humanKey(key: string): string {
+  const words = key.replace(/([a-z0-9])([A-Z])/g, '$1 $2').toLowerCase();
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+/** A fence longer than any backtick run inside `text`. */
+function fence(text: string, lang = ''): string {
+  let ticks = '```';
+  while (text.includes(ticks)) ticks += '`';
+  return `${ticks}${lang}\n${text}\n${ticks}`;
+}
+
+function cell(v: unknown): string {
+  let s: string;
+  if (typeof v === 'number') s = fmtInt(v);
+  else if (typeof v === 'string') s = v;
+  else if (v === null || v === undefined) s = '—';
+  else s = JSON.stringify(v);
+  return s.replace(/\|/g, '\\|').replace(/\r?\n/g, ' ');
+}
+
+function isScalar(v: unknown): boolean {
+  return v === null || ['string', 'number', 'boolean'].includes(typeof v);
+}
+
+/** Scalars as a two-column table, short lists as bullets, long text fenced, objects nested. */
+export function objectToMarkdown(obj: Record<string, unknown>, level = 2, skip: readonly string[] = []): string {
+  const out: string[] = [];
+  const scalars = Object.entries(obj).filter(
+    ([k, v]) => !skip.includes(k) && isScalar(v) && !(typeof v === 'string' && (v.includes('\n') || v.length > 160)),
+  );
+  if (scalars.length > 0) {
+    out.push('| | |', '|---|---|');
+    for (const [k, v] of scalars) out.push(`| ${humanKey(k)} | ${cell(v)} |`);
+    out.push('');
+  }
+  for (const [k, v] of Object.entries(obj)) {
+    if (skip.includes(k) || scalars.some(([sk]) => sk === k) || v === undefined) continue;
+    const heading = `${'#'.repeat(Math.min(6, level))} ${humanKey(k)}`;
+    if (typeof v === 'string') {
+      out.push(heading, '', fence(v), '');
+    } else if (Array.isArray(v)) {
+      out.push(heading, '');
+      if (v.length === 0) out.push('(none)');
+      else if (v.every(isScalar)) for (const item of v) out.push(`- ${cell(item)}`);
+      else out.push(fence(JSON.stringify(v, null, 2), 'json'));
+      out.push('');
+    } else if (typeof v === 'object' && v !== null) {
+      out.push(heading, '', objectToMarkdown(v as Record<string, unknown>, level + 1), '');
+    }
+  }
+  return out.join('\n').trimEnd() + '\n';
+}
+
+export function tokenStatsMarkdown(stats: TokenStats, title = 'Token statistics'): string {
+  const head = [
+    `# ${title}`,
+    '',
+    `**${statusText(stats)}** — threshold ${fmtInt(stats.threshold)}, reserve ${fmtInt(stats.reserveTokens)}` +
+      (stats.shouldCompact ? ' — **compaction is due**' : ''),
+    '',
+  ];
+  return head.join('\n') + '\n' + objectToMarkdown(stats);
+}
+
+const PREPARE_KEYS = [
+  'tokensBefore',
+  'estimatedTokensAfter',
+  'firstKeptEntryId',
+  'isSplitTurn',
+  'turnStartEntryId',
+  'messagesToSummarize',
+  'turnPrefixMessages',
+  'readFiles',
+  'modifiedFiles',
+  'previousSummary',
+  'conversationText',
+  'turnPrefixText',
+];
+
+function messageCounts(v: unknown): string {
+  if (!Array.isArray(v) || v.length === 0) return 'none';
+  const byRole = new Map<string, number>();
+  for (const m of v) {
+    const role = typeof m === 'object' && m !== null ? plain((m as { role?: unknown }).role) : '?';
+    byRole.set(role, (byRole.get(role) ?? 0) + 1);
+  }
+  const first = plain((v[0] as { entryId?: unknown }).entryId);
+  const last = plain((v[v.length - 1] as { entryId?: unknown }).entryId);
+  const roles = [...byRole].map(([r, n]) => `${n} ${r}`).join(', ');
+  return `${v.length} (${roles}); entries \`${first}\` … \`${last}\``;
+}
+
+function fileList(v: unknown): string[] {
+  if (!Array.isArray(v) || v.length === 0) return ['(none)'];
+  return v.map((f) => `- \`${plain(f)}\``);
+}
+
+/** The dry run of `session/prepareCompaction`, readable: the figures first, then what is
+ * summarized and kept, the file lists, and the exact conversation text the summarizer would get.
+ * `null` (the daemon's answer when there is nothing to compact) gets a short explanation. */
+export function prepareCompactionMarkdown(result: Record<string, unknown> | null, sessionLabel = ''): string {
+  const out = [`# What compaction would do${sessionLabel ? ` — ${sessionLabel}` : ''}`, ''];
+  if (result === null) {
+    out.push(
+      '**Nothing would be compacted.** The path to the leaf has no older messages to summarize ' +
+        '(the session is short, or everything before the kept region is already summarized).',
+      '',
+    );
+    return out.join('\n');
+  }
+  const before = result.tokensBefore;
+  const after = result.estimatedTokensAfter;
+  if (typeof before === 'number' && typeof after === 'number') {
+    const saved = before > 0 ? Math.round((100 * (before - after)) / before) : 0;
+    out.push(`Context would go from **${fmtInt(before)}** to about **${fmtInt(after)}** tokens (−${saved}%), before the summary itself is added.`, '');
+  }
+  out.push('| | |', '|---|---|');
+  out.push(`| Messages to summarize | ${cell(messageCounts(result.messagesToSummarize))} |`);
+  out.push(`| First kept entry | \`${plain(result.firstKeptEntryId)}\` |`);
+  if (result.isSplitTurn === true) {
+    out.push(`| Split turn | yes: the turn starting at \`${plain(result.turnStartEntryId)}\` is cut; its prefix (${cell(messageCounts(result.turnPrefixMessages))}) gets a summary of its own |`);
+  } else {
+    out.push('| Split turn | no |');
+  }
+  out.push('');
+  out.push('## Files read', '', ...fileList(result.readFiles), '');
+  out.push('## Files modified', '', ...fileList(result.modifiedFiles), '');
+  if (typeof result.previousSummary === 'string' && result.previousSummary !== '') {
+    out.push('## Previous summary (to be updated)', '', fence(result.previousSummary, 'markdown'), '');
+  }
+  if (typeof result.conversationText === 'string') {
+    out.push('## Conversation text sent to the summarizer', '', fence(result.conversationText), '');
+  }
+  if (typeof result.turnPrefixText === 'string' && result.turnPrefixText !== '') {
+    out.push('## Turn prefix text', '', fence(result.turnPrefixText), '');
+  }
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(result)) if (!PREPARE_KEYS.includes(k)) rest[k] = v;
+  if (Object.keys(rest).length > 0) out.push('## Other fields', '', objectToMarkdown(rest, 3));
+  return out.join('\n').trimEnd() + '\n';
+}
+
+function text(v: unknown): string {
+  return typeof v === 'string' ? v : '';
+}
+
+/** A compaction or branch-summary entry as a document: the summary, then its facts. */
+export function summaryEntryMarkdown(entry: Record<string, unknown>): string {
+  const type = text(entry.type);
+  const title = type === 'compaction' ? 'Compaction summary' : type === 'branch_summary' ? 'Branch summary' : `Entry ${text(entry.id)}`;
+  const out = [`# ${title}`, ''];
+  const facts: string[] = [];
+  const fact = (name: string, v: unknown): void => {
+    if (v !== undefined && v !== null && v !== '') facts.push(`- ${name}: \`${typeof v === 'number' ? fmtInt(v) : plain(v)}\``);
+  };
+  fact('entry', entry.id);
+  fact('time', entry.timestamp);
+  fact('tokens before', entry.tokensBefore);
+  fact('first kept entry', entry.firstKeptEntryId);
+  fact('summarized branch ended at', entry.fromId);
+  if (entry.fromHook === true || entry.fromExtension === true) facts.push('- written by an extension hook');
+  if (facts.length > 0) out.push(...facts, '');
+  const summary = text(entry.summary);
+  if (summary !== '') {
+    // The summary is markdown written for a model; show it as it is.
+    out.push('---', '', summary.trimEnd(), '', '---', '');
+  } else if (type === 'compaction' || type === 'branch_summary') {
+    out.push('_(empty summary)_', '');
+  }
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(entry)) {
+    if (!['id', 'parentId', 'type', 'timestamp', 'summary', 'tokensBefore', 'firstKeptEntryId', 'fromId', 'fromHook', 'fromExtension'].includes(k)) {
+      rest[k] = v;
+    }
+  }
+  if (Object.keys(rest).length > 0) out.push('## Details', '', objectToMarkdown(rest, 3));
+  return out.join('\n').trimEnd() + '\n';
+}

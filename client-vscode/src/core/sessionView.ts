@@ -1,0 +1,152 @@
+// The state behind the side panel and the status bar: which session is open, its tree model
+// and token figures. It reloads only when the daemon says something changed
+// (session/didChange, session/compactionEnd) or the user asks; overlapping reloads coalesce.
+import { Emitter } from 'vscode-jsonrpc';
+import type { Disposable, Event } from 'vscode-jsonrpc';
+import type { OpenResult, TokenStats } from './protocol';
+import { errorMessage } from './protocolClient';
+import type { CompactdClient } from './protocolClient';
+import { buildTreeModel } from './treeModel';
+import type { TreeModel } from './treeModel';
+
+export interface SessionSnapshot {
+  readonly path: string;
+  readonly info: OpenResult;
+  readonly model: TreeModel;
+  /** Undefined when the daemon could not compute them (e.g. a settings error); see statsError. */
+  readonly stats: TokenStats | undefined;
+  readonly statsError: string | undefined;
+}
+
+export class SessionView {
+  private client: CompactdClient | undefined;
+  private subscriptions: Disposable[] = [];
+  private current: { path: string; info: OpenResult } | undefined;
+  private _snapshot: SessionSnapshot | undefined;
+  private inflight: Promise<void> | undefined;
+  private again = false;
+  private readonly updateEmitter = new Emitter<SessionSnapshot | undefined>();
+  private readonly errorEmitter = new Emitter<unknown>();
+
+  /** Fired after every reload (and with undefined when the session is closed). */
+  readonly onDidUpdate: Event<SessionSnapshot | undefined> = this.updateEmitter.event;
+  /** A reload that failed (the panel keeps showing the last good state). */
+  readonly onDidFail: Event<unknown> = this.errorEmitter.event;
+
+  get snapshot(): SessionSnapshot | undefined {
+    return this._snapshot;
+  }
+
+  get sessionId(): string | undefined {
+    return this.current?.info.sessionId;
+  }
+
+  get path(): string | undefined {
+    return this.current?.path;
+  }
+
+  /** Use a (new) daemon connection. Session ids do not survive a restart, so the open file is
+   * opened again on the new connection. */
+  async attach(client: CompactdClient): Promise<void> {
+    for (const d of this.subscriptions) d.dispose();
+    this.client = client;
+    this.subscriptions = [
+      client.onDidChange((p) => this.onServerChange(p.sessionId)),
+      client.onCompactionEnd((p) => this.onServerChange(p.sessionId)),
+    ];
+    const path = this.current?.path;
+    if (path !== undefined) {
+      this.current = undefined;
+      await this.open(path);
+    }
+  }
+
+  detach(): void {
+    for (const d of this.subscriptions) d.dispose();
+    this.subscriptions = [];
+    this.client = undefined;
+  }
+
+  async open(path: string): Promise<SessionSnapshot> {
+    const client = this.requireClient();
+    const previous = this.current;
+    const info = await client.open(path);
+    if (previous !== undefined && previous.info.sessionId !== info.sessionId) {
+      // Release the old one; a failure here must not hide the newly opened session.
+      client.close(previous.info.sessionId).catch(() => undefined);
+    }
+    this.current = { path, info };
+    await this.refresh();
+    return this._snapshot!;
+  }
+
+  async close(): Promise<void> {
+    const previous = this.current;
+    this.current = undefined;
+    this._snapshot = undefined;
+    this.updateEmitter.fire(undefined);
+    if (previous !== undefined && this.client !== undefined) {
+      await this.client.close(previous.info.sessionId).catch(() => undefined);
+    }
+  }
+
+  /** Reload tree and token figures. Calls made while a reload runs cause one more reload after it. */
+  refresh(): Promise<void> {
+    if (this.inflight !== undefined) {
+      this.again = true;
+      return this.inflight;
+    }
+    this.inflight = (async () => {
+      try {
+        do {
+          this.again = false;
+          await this.load();
+        } while (this.again);
+      } finally {
+        this.inflight = undefined;
+      }
+    })();
+    return this.inflight;
+  }
+
+  private onServerChange(sessionId: string): void {
+    if (sessionId !== this.current?.info.sessionId) return;
+    this.refresh().catch((error: unknown) => {
+      this.errorEmitter.fire(error);
+    });
+  }
+
+  private async load(): Promise<void> {
+    const current = this.current;
+    const client = this.client;
+    if (current === undefined || client === undefined) return;
+    const id = current.info.sessionId;
+    const [tree, stats] = await Promise.all([
+      client.tree(id),
+      client.tokenStats(id).then(
+        (s) => ({ stats: s, error: undefined }),
+        (e: unknown) => ({ stats: undefined, error: errorMessage(e) }),
+      ),
+    ]);
+    if (this.current !== current) return; // another session was opened meanwhile
+    this._snapshot = {
+      path: current.path,
+      info: current.info,
+      model: buildTreeModel(tree),
+      stats: stats.stats,
+      statsError: stats.error,
+    };
+    this.updateEmitter.fire(this._snapshot);
+  }
+
+  private requireClient(): CompactdClient {
+    if (this.client === undefined) throw new Error('the compactd daemon is not running');
+    return this.client;
+  }
+
+  dispose(): void {
+    this.detach();
+    this.updateEmitter.dispose();
+    this.errorEmitter.dispose();
+  }
+}

@@ -1,0 +1,38 @@
+// Read-only markdown documents (summaries, dry runs, token statistics) served from memory.
+// Documents from a TextDocumentContentProvider cannot be edited, which is what we want.
+import * as vscode from 'vscode';
+
+export const SCHEME = 'compactd';
+
+export class MarkdownDocuments implements vscode.TextDocumentContentProvider, vscode.Disposable {
+  private readonly contents = new Map<string, string>();
+  private readonly changeEmitter = new vscode.EventEmitter<vscode.Uri>();
+  readonly onDidChange = this.changeEmitter.event;
+  private readonly registration: vscode.Disposable;
+
+  constructor() {
+    this.registration = vscode.workspace.registerTextDocumentContentProvider(SCHEME, this);
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.contents.get(uri.toString()) ?? '_This document is no longer available._\n';
+  }
+
+  /** Show `markdown` under a stable name; showing the same name again replaces its text. */
+  async show(name: string, markdown: string): Promise<void> {
+    const safe = name.replace(/[^\w.-]+/g, '-');
+    const uri = vscode.Uri.from({ scheme: SCHEME, path: `/${safe}.md` });
+    const key = uri.toString();
+    const existed = this.contents.has(key);
+    this.contents.set(key, markdown);
+    if (existed) this.changeEmitter.fire(uri);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  dispose(): void {
+    this.registration.dispose();
+    this.changeEmitter.dispose();
+    this.contents.clear();
+  }
+}

@@ -1,0 +1,134 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import {
+  formatTokens,
+  objectToMarkdown,
+  prepareCompactionMarkdown,
+  statusText,
+  statusTooltip,
+  summaryEntryMarkdown,
+  tokenStatsMarkdown,
+  usageLevel,
+} from '../src/core/render';
+import type { TokenStats } from '../src/core/protocol';
+
+const stats = (contextTokens: number, extra: Partial<TokenStats> = {}): TokenStats => ({
+  contextTokens,
+  contextWindow: 200_000,
+  reserveTokens: 16_384,
+  threshold: 183_616,
+  shouldCompact: false,
+  exactTokens: contextTokens + 5,
+  ...extra,
+});
+
+describe('render: status bar', () => {
+  it('formats token counts compactly', () => {
+    assert.equal(formatTokens(999), '999');
+    assert.equal(formatTokens(45_210), '45.2k');
+    assert.equal(formatTokens(200_000), '200k');
+    assert.equal(formatTokens(128_000), '128k');
+    assert.equal(formatTokens(1_047_576), '1.05M');
+    assert.equal(formatTokens(undefined), '?');
+  });
+
+  it('shows used / window and percent', () => {
+    assert.equal(statusText(stats(45_210)), '45.2k / 200k (23%)');
+    assert.equal(statusText(stats(10, { contextWindow: 0 })), '10 / 0 (0%)');
+  });
+
+  it('turns amber near the threshold and red once compaction is due', () => {
+    assert.equal(usageLevel(stats(100_000), 0.9), 'ok');
+    assert.equal(usageLevel(stats(170_000), 0.9), 'warn');
+    assert.equal(usageLevel(stats(183_617), 0.9), 'over');
+    assert.equal(usageLevel(stats(10, { shouldCompact: true }), 0.9), 'over');
+    assert.equal(usageLevel(stats(100_000), 0.5), 'warn');
+  });
+
+  it('puts the figures in the tooltip', () => {
+    const t = statusTooltip(stats(45_210, { shouldCompact: true }));
+    assert.match(t, /45,210 of 200,000 tokens/);
+    assert.match(t, /threshold: 183,616/);
+    assert.match(t, /tiktoken\): 45,215/);
+    assert.match(t, /compaction is due/);
+  });
+});
+
+describe('render: documents', () => {
+  it('token statistics list every field', () => {
+    const md = tokenStatsMarkdown(stats(1000, { encoding: 'o200k_base', breakdown: { user: 10 } }));
+    assert.match(md, /^# Token statistics/);
+    assert.match(md, /\| Context tokens \| 1,000 \|/);
+    assert.match(md, /\| Encoding \| o200k_base \|/);
+    assert.match(md, /reserve 16,384\n\n\| \| \|/);
+    assert.match(md, /## Breakdown\n\n\| \| \|\n\|---\|---\|\n\| User \| 10 \|/);
+  });
+
+  it('the dry run explains nothing-to-do and renders a preparation readably', () => {
+    assert.match(prepareCompactionMarkdown(null), /Nothing would be compacted/);
+    const md = prepareCompactionMarkdown({
+      firstKeptEntryId: 'k1',
+      isSplitTurn: true,
+      turnStartEntryId: 't1',
+      tokensBefore: 50_000,
+      messagesToSummarize: [
+        { role: 'user', entryId: 'a' },
+        { role: 'assistant', entryId: 'b' },
+        { role: 'user', entryId: 'c' },
+      ],
+      turnPrefixMessages: [{ role: 'user', entryId: 't1' }],
+      previousSummary: null,
+      readFiles: ['src/a.ts'],
+      modifiedFiles: [],
+      conversationText: '[User]: hi ```code```',
+      turnPrefixText: '[User]: prefix',
+      estimatedTokensAfter: 12_500,
+      somethingNew: 7,
+    });
+    assert.match(md, /from \*\*50,000\*\* to about \*\*12,500\*\* tokens \(−75%\)/);
+    assert.match(md, /3 \(2 user, 1 assistant\); entries `a` … `c`/);
+    assert.match(md, /Split turn \| yes: the turn starting at `t1`/);
+    assert.match(md, /## Files read\n\n- `src\/a.ts`/);
+    assert.match(md, /## Files modified\n\n\(none\)/);
+    // The fence must be longer than the backtick run inside the conversation text.
+    assert.match(md, /````\n\[User\]: hi ```code```\n````/);
+    assert.match(md, /## Turn prefix text/);
+    assert.match(md, /\| Something new \| 7 \|/);
+    assert.doesNotMatch(md, /Previous summary/);
+  });
+
+  it('a compaction entry opens as its summary with the facts above it', () => {
+    const md = summaryEntryMarkdown({
+      type: 'compaction',
+      id: 'c1',
+      parentId: 'p',
+      timestamp: '2025-01-01T00:00:00.000Z',
+      summary: '## Goal\nShip it.\n',
+      firstKeptEntryId: 'k9',
+      tokensBefore: 120_000,
+      details: { readFiles: ['a.ts'], modifiedFiles: ['b.ts'] },
+    });
+    assert.match(md, /^# Compaction summary/);
+    assert.match(md, /- tokens before: `120,000`/);
+    assert.match(md, /- first kept entry: `k9`/);
+    assert.match(md, /---\n\n## Goal\nShip it.\n\n---/);
+    assert.match(md, /## Details/);
+    assert.match(md, /- a.ts/);
+  });
+
+  it('a branch summary names the branch it came from', () => {
+    const md = summaryEntryMarkdown({ type: 'branch_summary', id: 'b1', fromId: 'old', summary: 'S', fromHook: true });
+    assert.match(md, /^# Branch summary/);
+    assert.match(md, /summarized branch ended at: `old`/);
+    assert.match(md, /written by an extension hook/);
+  });
+
+  it('generic objects: long strings fenced, lists bulleted, pipes escaped', () => {
+    const md = objectToMarkdown({ a: 'x|y', long: 'l\nm', list: ['p', 'q'], empty: [], nested: { k: 1 } });
+    assert.match(md, /\| A \| x\\\|y \|/);
+    assert.match(md, /## Long\n\n```\nl\nm\n```/);
+    assert.match(md, /## List\n\n- p\n- q/);
+    assert.match(md, /## Empty\n\n\(none\)/);
+    assert.match(md, /## Nested\n\n\| \| \|\n\|---\|---\|\n\| K \| 1 \|/);
+  });
+});
