@@ -30,10 +30,11 @@ def _fmt(v: float) -> str:
 
 
 def print_table(rows: list[dict[str, Any]]) -> None:
-    header = ("scenario", "case", "median", "min–max", "unit", "runs", "peak RSS")
+    header = ("scenario", "case", "median", "min–max", "unit", "runs", "peak RSS", "derived")
     table = [header] + [(
         r["scenario"], r["case"], _fmt(r["median"]), f"{_fmt(r['min'])}–{_fmt(r['max'])}", r["unit"],
         str(r["runs"]), f"{r['peak_rss_mb']:.0f} MiB" if "peak_rss_mb" in r else "",
+        "  ".join(f"{k}={_fmt(v) if isinstance(v, (int, float)) else v}" for k, v in r.get("derived", {}).items()),
     ) for r in rows]
     widths = [max(len(row[i]) for row in table) for i in range(len(header))]
     right = {2, 3, 5, 6}

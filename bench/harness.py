@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import resource
 import statistics
@@ -39,7 +40,13 @@ class Case:
     setup: Callable[[], None] | None = None
     peak_rss: bool = False
     max_repeats: int | None = None  # cap repetitions for very slow cases
+    repeats: int | None = None  # fixed repetitions for fast, noisy cases (overrides --repeat)
     extra: dict[str, Any] = field(default_factory=dict)
+    # True: `fn` is called once and returns its own samples (seconds per operation), e.g. the
+    # latencies of many requests; the result then also carries p99.
+    sampled: bool = False
+    # Called with the finished result row: lets a scenario derive ratios from earlier cases.
+    after: Callable[[dict[str, Any]], None] | None = None
 
 
 @dataclass
@@ -97,6 +104,32 @@ class Context:
             write_session(tmp, seed=seed, target_bytes=target_bytes)
             tmp.replace(path)
         return path
+
+    def entries_session(self, entries: int, *, seed: int = DATA_SEED) -> Path:
+        """A generated session of exactly `entries` entries (plus the header), cached: a long
+        working session with tool outputs capped at 1,500 characters (~1.1 KB per entry)."""
+        import itertools
+
+        from compactd.samples.generate import _generate, _Knobs
+
+        if self.stamp is None:
+            self.stamp = _generator_stamp()
+        path = self.data_dir / f"entries-{entries}-s{seed}-{self.stamp}.jsonl"
+        if not path.exists():
+            self.data_dir.mkdir(parents=True, exist_ok=True)
+            lines = _generate(knobs=_Knobs(result_cap=1500), seed=seed, target_bytes=None, turns=10**9,
+                              branches=True, compactions=True, split_turns=True, cwd="/home/dev/project",
+                              session_id=None)
+            tmp = path.with_suffix(".tmp")
+            with tmp.open("w", encoding="utf-8", newline="\n") as fh:
+                for line in itertools.islice(lines, entries + 1):
+                    fh.write(line + "\n")
+            tmp.replace(path)
+        return path
+
+    def entry_count(self) -> int:
+        """The long session's size in entries: 100,000 (smoke: 2,000)."""
+        return 2_000 if self.smoke else 100_000
 
     def fixture(self) -> Path | None:
         return FIXTURE if FIXTURE.exists() else None
@@ -186,18 +219,35 @@ def measure_peak_rss(name: str, case: Case, ctx: Context) -> dict[str, float]:
     return {"peak_rss_mb": round(data["peak_kb"] / 1024, 1), "baseline_rss_mb": round(data["baseline_kb"] / 1024, 1)}
 
 
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (q in 0..100)."""
+    ordered = sorted(values)
+    rank = max(1, min(len(ordered), math.ceil(q / 100 * len(ordered))))
+    return ordered[rank - 1]
+
+
 def run_case(name: str, case: Case, ctx: Context) -> dict[str, Any]:
-    seconds = time_case(case, ctx.repeats)
+    if case.sampled:
+        if case.setup:
+            case.setup()
+        seconds = [float(x) for x in case.fn()]  # type: ignore[union-attr]
+    else:
+        seconds = time_case(case, case.repeats or ctx.repeats)
     values = [to_unit(case, s) for s in seconds]
     result: dict[str, Any] = {
         "scenario": name, "case": case.label, "unit": case.unit,
         "median": statistics.median(values), "min": min(values), "max": max(values),
         "runs": len(values), "samples": values, "seconds": seconds, "work": case.work,
     }
+    if case.sampled:
+        result["p99"] = percentile(values, 99)
+        result["derived"] = {"p50": result["median"], "p99": result["p99"]}
     if case.peak_rss:
         result.update(measure_peak_rss(name, case, ctx))
     if case.extra:
         result["extra"] = case.extra
+    if case.after:
+        case.after(result)
     return result
 
 

@@ -1,6 +1,9 @@
 """Benchmark scenarios; every module here is imported by the runner and registers with @scenario.
 
-Present: `generate` (session generator throughput), `bare_parse` (JSON parsing floor).
-Planned by other areas (write them as new modules here, e.g. `open_session.py` calling
-compactd.session.store; use `ctx.inputs()` for the cached inputs and `peak_rss=True` for memory).
+bare_parse (JSON parsing floor), generate (session generator), open_session (Session.open vs the
+bare parse, peak RSS / size), session_views (context / tree / prepareCompaction on the leaf),
+stats_incremental (tokenStats cold and after one append), exact_tokens (our counting vs raw
+tiktoken), daemon (round trips idle and while compacting, cancel latency, tokenStats through the
+daemon; a real `compactd serve` against tests/support/fake_openai.py), compact_fixture (the real
+Pi fixture compacted end to end with the embedded summarizer).
 """

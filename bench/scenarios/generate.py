@@ -20,4 +20,4 @@ def generate(ctx: Context) -> Iterator[Case]:
             return sum(len(line.encode()) + 1 for line in generate_session(seed=DATA_SEED, target_bytes=size))
 
         yield Case(f"generate {label}", run, unit="MB/s", work=mb, peak_rss=True,
-                   max_repeats=3 if size >= 50_000_000 else None)
+                   max_repeats=(1 if size >= 200_000_000 else 3) if size >= 50_000_000 else None)

@@ -21,7 +21,8 @@ PREPARE_KEYS = ["firstKeptEntryId", "isSplitTurn", "turnStartEntryId", "tokensBe
                 "turnPrefixMessages", "previousSummary", "readFiles", "modifiedFiles", "conversationText",
                 "turnPrefixText", "estimatedTokensAfter"]
 STATS_KEYS = ["contextTokens", "usageTokens", "trailingTokens", "lastUsageIndex", "estimatedTokens", "exactTokens",
-              "encoding", "exact", "contextWindow", "reserveTokens", "threshold", "shouldCompact"]
+              "encoding", "exact", "contextWindow", "reserveTokens", "threshold", "shouldCompact", "percent",
+              "usageStale"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -130,6 +131,7 @@ def test_stats_json(tmp_path: Path) -> None:
     assert report["exactTokens"] > 0
     assert (report["contextWindow"], report["reserveTokens"], report["threshold"]) == (128000, 16384, 111616)
     assert report["shouldCompact"] is True
+    assert report["percent"] == 93.8 and report["usageStale"] is False  # 120025 / 128000
     wide = run_json("stats", str(path), "--context-window", "200000", "--per-entry")
     assert wide["shouldCompact"] is False
     # the session's own model (gpt-4o) needs o200k: exact only when tiktoken has it cached locally

@@ -35,16 +35,16 @@ from compactd.session.context import convert_to_llm
 from .jscompat import js_json_stringify
 
 __all__ = [
-    "MESSAGE_OVERHEAD_TOKENS",
     "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD_TOKENS",
     "EncodingChoice",
-    "TokenCounter",
     "ExactTokenCache",
-    "encoding_for_model",
-    "o200k_available",
-    "get_counter",
-    "count_entry_messages",
+    "TokenCounter",
     "count_context_exact",
+    "count_entry_messages",
+    "encoding_for_model",
+    "get_counter",
+    "o200k_available",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -188,6 +188,17 @@ class ExactTokenCache:
 
     _counts: dict[tuple[str, str], tuple[Any, int]] = field(default_factory=dict)
     computed: int = 0  # how many entry counts were computed (not served from the cache)
+    # chars/4 estimates per (entry id, message position, role), stamped like the counts.
+    _estimates: dict[tuple[str, int, Any], tuple[Any, int]] = field(default_factory=dict)
+
+    def get_estimate(self, key: tuple[str, int, Any], stamp: Any) -> int | None:
+        hit = self._estimates.get(key)
+        if hit is not None and hit[0] == stamp:
+            return hit[1]
+        return None
+
+    def put_estimate(self, key: tuple[str, int, Any], stamp: Any, tokens: int) -> None:
+        self._estimates[key] = (stamp, tokens)
 
     def get(self, entry_id: str, encoding: str, stamp: Any) -> int | None:
         hit = self._counts.get((entry_id, encoding))
@@ -203,9 +214,12 @@ class ExactTokenCache:
         drop = set(entry_ids)
         for key in [k for k in self._counts if k[0] in drop]:
             del self._counts[key]
+        for estimate_key in [k for k in self._estimates if k[0] in drop]:
+            del self._estimates[estimate_key]
 
     def clear(self) -> None:
         self._counts.clear()
+        self._estimates.clear()
 
     def __len__(self) -> int:
         return len(self._counts)

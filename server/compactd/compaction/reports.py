@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from compactd.session.context import context_from_path, project_entry
+from compactd.session.context import context_from_path, project_entry, recent_path
 from compactd.session.store import EntryNotFoundError
 from compactd.session.tree import path_to
 
@@ -27,17 +27,18 @@ from .settings import (
     DEFAULT_RESERVE_TOKENS,
     CompactionSettings,
 )
-from .tokens import estimate_context_tokens, estimate_tokens, should_compact, sum_estimates
+from .tokens import calculate_context_tokens, estimate_tokens, has_valid_usage, should_compact
 
 __all__ = [
     "SessionLike",
+    "branch_report",
     "path_for",
-    "run_prepare",
     "preparation_json",
     "prepare_report",
-    "branch_report",
-    "stats_report",
     "prune_report",
+    "recent_path_for",
+    "run_prepare",
+    "stats_report",
 ]
 
 Entry = dict[str, Any]
@@ -56,6 +57,14 @@ def path_for(session: SessionLike, leaf_id: str | None = None) -> list[Entry]:
     if leaf_id is not None and leaf_id not in session.by_id:
         raise EntryNotFoundError(leaf_id)
     return path_to(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
+
+
+def recent_path_for(session: SessionLike, leaf_id: str | None = None) -> list[Entry]:
+    """The tail of `path_for` that context, model and compaction preparation depend on
+    (`session.context.recent_path`): constant work per request however long the session is."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
 
 
 def _sourced_json(items: Sequence[SourcedMessage]) -> list[dict[str, Any]]:
@@ -99,7 +108,13 @@ def prepare_report(
     reserve_tokens: int | None = None,
 ) -> dict[str, Any] | None:
     """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted."""
-    prep = run_prepare(session, leaf_id, keep_recent_tokens, reserve_tokens)
+    settings = CompactionSettings(
+        reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
+        keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
+    )
+    # Preparation never looks before the previous compaction's first kept entry: the recent tail
+    # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
+    prep = prepare_compaction(recent_path_for(session, leaf_id), settings)
     return preparation_json(prep) if prep else None
 
 
@@ -144,28 +159,40 @@ def stats_report(
     `contextTokens` etc. are K-7 over the context messages; `estimatedTokens` is the plain chars/4
     sum over them; `exactTokens` the tiktoken count (encoding from `model`, else the context's
     model). `perEntry` lists every `message` entry of the file in file order."""
-    path = path_for(session, leaf_id)
+    path = recent_path_for(session, leaf_id)
     ctx = context_from_path(path, path[-1]["id"] if path else None)
-    usage = estimate_context_tokens(ctx.messages)
     if model is None and ctx.model is not None:
         model = ctx.model.get("modelId")
     counter = get_counter(model)
     window = DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
     reserve = DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens
     settings = CompactionSettings(reserve_tokens=reserve)
+    estimates = _message_estimates(ctx.messages, ctx.entry_ids, cache)
+    estimated = sum(estimates)
+    stale = _usage_stale(path)
+    if stale:
+        # M-37: usage from before the latest compaction describes a context that no longer
+        # exists; until the next answer the estimate of the current messages is the best figure.
+        tokens: int | float = estimated
+        usage_tokens: int | float = 0
+        trailing, last_usage = estimated, None
+    else:
+        tokens, usage_tokens, trailing, last_usage = _usage_estimate(ctx.messages, estimates)
     report: dict[str, Any] = {
-        "contextTokens": usage.tokens,
-        "usageTokens": usage.usage_tokens,
-        "trailingTokens": usage.trailing_tokens,
-        "lastUsageIndex": usage.last_usage_index,
-        "estimatedTokens": sum_estimates(ctx.messages),
+        "contextTokens": tokens,
+        "usageTokens": usage_tokens,
+        "trailingTokens": trailing,
+        "lastUsageIndex": last_usage,
+        "estimatedTokens": estimated,
         "exactTokens": count_context_exact(ctx.messages, ctx.entry_ids, counter, cache),
         "encoding": counter.name,
         "exact": counter.exact,
         "contextWindow": window,
         "reserveTokens": reserve,
         "threshold": window - reserve,
-        "shouldCompact": should_compact(usage.tokens, window, settings),
+        "shouldCompact": should_compact(tokens, window, settings),
+        "percent": round(tokens / window * 100, 1) if window > 0 else None,
+        "usageStale": stale,
     }
     if per_entry:
         rows: list[dict[str, Any]] = []
@@ -182,6 +209,53 @@ def stats_report(
             )
         report["perEntry"] = rows
     return report
+
+
+def _message_estimates(
+    messages: Sequence[dict[str, Any]], entry_ids: Sequence[str], cache: ExactTokenCache | None
+) -> list[int]:
+    """chars/4 per context message, served from the cache for messages of unchanged entries."""
+    if cache is None:
+        return [estimate_tokens(m) for m in messages]
+    out: list[int] = []
+    previous: str | None = None
+    position = 0
+    for message, entry_id in zip(messages, entry_ids):
+        position = position + 1 if entry_id == previous else 0
+        previous = entry_id
+        key = (entry_id, position, message.get("role"))
+        stamp = message.get("prunedAt")
+        value = cache.get_estimate(key, stamp)
+        if value is None:
+            value = estimate_tokens(message)
+            cache.put_estimate(key, stamp, value)
+        out.append(value)
+    return out
+
+
+def _usage_estimate(messages: Sequence[dict[str, Any]], estimates: Sequence[int]) -> tuple[Any, Any, int, int | None]:
+    """K-7 (`estimate_context_tokens`) from precomputed per-message estimates:
+    (tokens, usage tokens, trailing estimate, index of the usage message)."""
+    for index in range(len(messages) - 1, -1, -1):
+        if has_valid_usage(messages[index]):
+            usage_tokens = calculate_context_tokens(messages[index]["usage"])
+            trailing = sum(estimates[index + 1 :])
+            return usage_tokens + trailing, usage_tokens, trailing, index
+    total = sum(estimates)
+    return total, 0, total, None
+
+
+def _usage_stale(path: Sequence[Entry]) -> bool:
+    """M-37: the path has a compaction and no assistant message with valid usage after it."""
+    for entry in reversed(path):
+        entry_type = entry.get("type")
+        if entry_type == "compaction":
+            return True
+        if entry_type == "message":
+            message = entry.get("message")
+            if isinstance(message, dict) and has_valid_usage(message):
+                return False
+    return False
 
 
 def prune_report(

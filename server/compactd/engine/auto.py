@@ -52,7 +52,7 @@ from ..compaction.tokens import (
 )
 from ..session import Session, build_session_context
 from ..session.clock import iso_to_ms
-from ..session.context import context_from_path
+from ..session.context import context_from_path, recent_path
 from ..summarize.base import Summarizer
 from ._model import EngineModel
 from .compactor import CompactionError, CompactionResult, Reason, compact
@@ -240,7 +240,9 @@ class AutoCompactor:
         stop_reason = message.get("stopReason")
         if skip_aborted and stop_reason == "aborted":  # M-5
             return quiet
-        path = session.get_branch()
+        # Only the tail the context depends on (back to the latest compaction's kept entry): this
+        # runs after every append, so it must not cost time proportional to the session's age.
+        path = recent_path(session.by_id, session.leaf_id)
         context = context_from_path(path)
         model = context.model or {}
         window = self.window_for(model.get("modelId") or message.get("model"))
@@ -442,7 +444,7 @@ class AutoCompactor:
         return outcome
 
     def _window_after(self, session: Session) -> int:
-        model = context_from_path(session.get_branch()).model or {}
+        model = context_from_path(recent_path(session.by_id, session.leaf_id)).model or {}
         return self.window_for(model.get("modelId"))
 
     @staticmethod

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
 
 from .clock import iso_to_ms
-from .tree import path_to
 
 Entry = dict[str, Any]
 Message = dict[str, Any]
@@ -108,8 +108,59 @@ def build_session_context(
         by_id = {e["id"]: e for e in entries}
     if leaf_id is _UNSET or leaf_id not in by_id:
         leaf_id = entries[-1]["id"]
-    path = path_to(by_id, leaf_id)
-    return context_from_path(path, leaf_id)
+    return context_from_path(recent_path(by_id, leaf_id), leaf_id)
+
+
+def _decides_model(entry: Entry) -> bool:
+    """True for an entry that fixes the context's model for every reader walking back from the
+    leaf: a usable model change, or an assistant message naming its model."""
+    entry_type = entry.get("type")
+    if entry_type == "model_change":
+        return _model_of(entry) is not None and isinstance(entry.get("modelId"), str)
+    if entry_type == "message":
+        message = entry.get("message")
+        return isinstance(message, dict) and message.get("role") == "assistant" and isinstance(message.get("model"), str)
+    return False
+
+
+def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
+    """The tail of `path_to(by_id, leaf_id)` that the context, its model and thinking level and
+    compaction preparation depend on: back to the first kept entry of the latest compaction on the
+    path (or just that compaction when it keeps nothing), and at least back to the latest
+    thinking-level change and model-deciding entry. Falls back to the whole path when one of those
+    is missing. Walking only this tail keeps requests on long sessions independent of their age.
+    """
+    tail: list[Entry] = []
+    seen: set[str] = set()
+    current = by_id.get(leaf_id) if leaf_id is not None else None
+    compaction_seen = False
+    kept_id: Any = None
+    kept_done = False
+    thinking_done = False
+    model_done = False
+    while current is not None:
+        entry_id = current["id"]
+        if entry_id in seen:
+            break
+        seen.add(entry_id)
+        tail.append(current)
+        entry_type = current.get("type")
+        if compaction_seen and not kept_done and entry_id == kept_id:
+            kept_done = True
+        elif entry_type == "compaction" and not compaction_seen:
+            compaction_seen = True
+            kept_id = current.get("firstKeptEntryId")
+            kept_done = kept_id is None  # nothing before it is kept
+        if entry_type == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
+            thinking_done = True
+        if not model_done and _decides_model(current):
+            model_done = True
+        if kept_done and thinking_done and model_done:
+            break
+        parent = current.get("parentId")
+        current = by_id.get(parent) if parent is not None else None
+    tail.reverse()
+    return tail
 
 
 def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionContext:
