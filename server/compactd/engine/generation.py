@@ -97,3 +97,6 @@ async def run_together(*coros: Awaitable[T]) -> list[T]:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
+        for task in tasks:  # mark every failure as retrieved: asyncio would log the unread ones
+            if task.done() and not task.cancelled():
+                task.exception()

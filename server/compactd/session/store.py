@@ -7,11 +7,15 @@ leaves the session exactly as it was.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import os
 import re
 import shutil
+import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -34,6 +38,12 @@ from .tree import (
 Entry = dict[str, Any]
 
 SESSION_ID_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?$")
+
+# Loader limits (documented in README "Reliability"). A line longer than MAX_LINE_BYTES is skipped
+# with a warning instead of being read into memory and parsed; JSON nested deeper than orjson's
+# fixed limit (1024 levels) fails to parse and is reported like any other invalid line.
+MAX_LINE_BYTES = 64 * 1024 * 1024
+_SKIP_CHUNK = 1024 * 1024
 
 
 class SessionError(Exception):
@@ -118,6 +128,7 @@ class Session:
         self._file: _FileState | None = None
         self._labels: dict[str, str] | None = None
         self._has_assistant: bool | None = None
+        self._skipped_lines = False  # the loaded file had lines we could not keep: back it up before a rewrite
 
     # --- construction -------------------------------------------------------------------------
 
@@ -168,7 +179,7 @@ class Session:
             handle = open(path, "rb")
         except FileNotFoundError:
             return cls.create(cwd or os.getcwd(), path)
-        with handle:
+        with handle, gc_paused():
             session = cls._load(handle, path)
             stat = os.fstat(handle.fileno())
         if session is None:
@@ -186,10 +197,19 @@ class Session:
         line_no = 0
         size = 0
         last_newline = True
-        for raw in handle:
+        readline = handle.readline
+        while raw := readline(MAX_LINE_BYTES + 1):
             line_no += 1
             size += len(raw)
             last_newline = raw.endswith(b"\n")
+            if len(raw) > MAX_LINE_BYTES and not last_newline:
+                length = len(raw)  # oversized: skip to the end of the line without keeping it
+                while not last_newline and (chunk := readline(_SKIP_CHUNK)):
+                    length += len(chunk)
+                    last_newline = chunk.endswith(b"\n")
+                size += length - len(raw)
+                warnings.append(LoadWarning(line_no, f"line of {length} bytes exceeds the limit of {MAX_LINE_BYTES} bytes; skipped"))
+                continue
             if not raw.strip():
                 continue
             try:
@@ -229,6 +249,7 @@ class Session:
                     warnings.append(LoadWarning(line, f"duplicate id {entry_id} (first on line {seen[entry_id]}); skipped"))
                     continue
                 seen[entry_id] = line
+                _check_parent(obj, line, warnings)
                 entries.append(obj)
         if version < 3:
             for entry in entries:  # F-26
@@ -238,6 +259,7 @@ class Session:
 
         session = cls(header, entries, path, flushed=True)
         session.warnings = warnings
+        session._skipped_lines = bool(warnings)
         if version < CURRENT_SESSION_VERSION:
             session.migrated_from = version
             header["version"] = CURRENT_SESSION_VERSION
@@ -569,6 +591,7 @@ class Session:
             if entry_id in self.by_id:
                 self.warnings.append(LoadWarning(line_no, f"duplicate id {entry_id} appended by another process; skipped"))
                 continue
+            _check_parent(obj, line_no, self.warnings)
             self.entries.append(obj)
             self.by_id[entry_id] = obj
             adopted.append(entry_id)
@@ -580,34 +603,87 @@ class Session:
         self._file = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, True, known.lines + tail.count(b"\n"))
 
     def _backup_original(self) -> None:
-        """D-16: keep the pre-migration bytes as `<file>.v<N>.bak` before the first rewrite."""
-        assert self.path is not None and self.migrated_from is not None
-        backup = self.path.with_name(f"{self.path.name}.v{self.migrated_from}.bak")
+        """D-16: keep the pre-migration bytes as `<file>.v<N>.bak` before the first rewrite.
+        Also before rewriting a file whose load skipped lines (torn, invalid, oversized): the
+        rewrite would drop them, so the original bytes go to `<file>.bak` first. The copy is
+        atomic (temp file + rename), so an existing backup is always complete."""
+        assert self.path is not None
+        if self.migrated_from is not None:
+            backup = self.path.with_name(f"{self.path.name}.v{self.migrated_from}.bak")
+        elif self._skipped_lines:
+            backup = self.path.with_name(f"{self.path.name}.bak")
+        else:
+            return
         if not backup.exists():
-            shutil.copy2(self.path, backup)
+            temp = backup.with_name(f".{backup.name}.{os.getpid()}.tmp")
+            shutil.copy2(self.path, temp)
+            fd = os.open(temp, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, backup)
+            _fsync_dir(self.path.parent)
+        self._skipped_lines = False
 
     def rewrite(self) -> None:
         """Atomically replace the file with the current header and entries (temp file, fsync,
         rename, fsync of the folder). Used for migrations and pruning."""
         if self.path is None:
             return
+        old_fd: int | None = None
         if self._flushed:
             self._sync_with_disk()
-        data = "".join(encode_line(e) + "\n" for e in [self.header, *self.entries]).encode()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            self._backup_original()
+            # Keep the old file open: a line another writer appends to it between our check and the
+            # rename would otherwise vanish with the old inode; we carry it over below.
+            old_fd = os.open(self.path, os.O_RDONLY)
         try:
-            _write_all(fd, data)
-            os.fsync(fd)
+            known_size = self._file.size if self._file is not None else 0
+            data = "".join(encode_line(e) + "\n" for e in [self.header, *self.entries]).encode()
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            temp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+            fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+            try:
+                _write_all(fd, data)
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+            os.replace(temp, self.path)
+            _fsync_dir(self.path.parent)
+            stat = os.stat(self.path)
+            self._file = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, True, len(self.entries) + 1)
+            self._flushed = True
+            self.migrated_from = None
+            if old_fd is not None:
+                self._carry_over_late_lines(old_fd, known_size)
         finally:
-            os.close(fd)
-        os.replace(temp, self.path)
-        _fsync_dir(self.path.parent)
+            if old_fd is not None:
+                os.close(old_fd)
+
+    def _carry_over_late_lines(self, old_fd: int, known_size: int) -> None:
+        """Lines appended to the replaced file after our last check: append them to the new file
+        unchanged and adopt them, as if they had been appended after the rewrite."""
+        tail = b""
+        for _ in range(50):  # a writer caught mid-line gets a moment to finish it
+            size = os.fstat(old_fd).st_size
+            if size <= known_size:
+                return
+            tail = os.pread(old_fd, size - known_size, known_size)
+            if tail.endswith(b"\n"):
+                break
+            time.sleep(0.01)
+        complete = tail[: tail.rfind(b"\n") + 1]
+        if len(complete) < len(tail):
+            self.warnings.append(LoadWarning(self._file.lines if self._file else 0,
+                                             "another process left an incomplete line during a rewrite; dropped"))
+        if not complete:
+            return
+        assert self._file is not None
+        known = self._file
+        self._append_bytes(complete)
         stat = os.stat(self.path)
-        self._file = _FileState(stat.st_ino, stat.st_size, stat.st_mtime_ns, True, len(self.entries) + 1)
-        self._flushed = True
-        self.migrated_from = None
+        self._adopt_external_tail(complete, known, stat)
 
     # --- forks (T-11) -------------------------------------------------------------------------
 
@@ -660,6 +736,29 @@ class Session:
         if new.path is not None and new.has_assistant():
             new._write_new_file(new.entries)
         return new
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Suspend the cyclic garbage collector while building many containers that cannot form
+    cycles (parsed JSON): otherwise its full passes re-scan the growing heap again and again,
+    which costs more than the parsing itself on large files. Reference counting still frees."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _check_parent(entry: Entry, line: int, warnings: list[LoadWarning]) -> None:
+    """A parentId that is not a string (or null) cannot link to anything: the entry becomes a root
+    so tree walks stay well-typed; the warning names the line."""
+    parent = entry.get("parentId")
+    if parent is not None and not isinstance(parent, str):
+        warnings.append(LoadWarning(line, f"parentId is a {type(parent).__name__}, not a string; entry treated as a root"))
+        entry["parentId"] = None
 
 
 def _is_assistant(entry: Entry) -> bool:

@@ -102,6 +102,11 @@ def build_tree(entries: list[Entry], labels: Mapping[str, str] | None = None) ->
         for entry in entries:
             if entry["id"] not in reached:
                 node = nodes[entry["id"]]
+                # Cut the cycle here: detached from its parent, the node is a real root and every
+                # walk over the tree ends.
+                parent = nodes.get(entry.get("parentId"))  # type: ignore[arg-type]
+                if parent is not None:
+                    parent.children = [c for c in parent.children if c is not node]
                 roots.append(node)
                 reached |= _reachable([node])
     for node in nodes.values():

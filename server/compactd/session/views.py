@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .context import build_session_context
-from .store import Session
+from .store import Session, gc_paused
 
 Entry = dict[str, Any]
 
@@ -50,7 +50,16 @@ def entry_kind(entry: Entry) -> str:
     return _KIND_BY_TYPE.get(entry_type, entry_type)
 
 
+_HEAD_CHARS = 4 * PREVIEW_CHARS + 64
+
+
 def _one_line(text: str) -> str:
+    if len(text) > _HEAD_CHARS:
+        # Collapsing a prefix of the text yields a prefix of the collapsed text: when that is
+        # already too long for the preview, the rest (often kilobytes of tool output) is not needed.
+        head = " ".join(text[:_HEAD_CHARS].split())
+        if len(head) > PREVIEW_CHARS:
+            return head[: PREVIEW_CHARS - 1] + "…"
     line = " ".join(text.split())
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
@@ -84,7 +93,9 @@ def entry_preview(entry: Entry) -> str:
     """One line describing an entry, for tree views."""
     entry_type = entry.get("type")
     if entry_type == "message":
-        message = entry.get("message") or {}
+        message = entry.get("message")
+        if not isinstance(message, dict):  # damaged entry: preview it, never crash the tree
+            return "[invalid message]"
         role = message.get("role")
         if role == "bashExecution":
             return _one_line(f"$ {message.get('command', '')}")
@@ -145,6 +156,11 @@ def context_report(session: Session, leaf_id: Any = _UNSET) -> dict[str, Any]:
 
 def tree_report(session: Session) -> dict[str, Any]:
     """Every entry as a node in tree order (depth first, children by timestamp)."""
+    with gc_paused():  # hundreds of thousands of small containers, none of them cyclic
+        return _tree_report(session)
+
+
+def _tree_report(session: Session) -> dict[str, Any]:
     on_path = {e["id"] for e in session.get_branch()} if session.leaf_id is not None else set()
     nodes: list[dict[str, Any]] = []
     stack = list(reversed(session.get_tree()))
