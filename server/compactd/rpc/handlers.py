@@ -14,6 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from lsprotocol import types
@@ -101,12 +102,20 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     path = _path(params.path)
     existing = ls.registry.find_path(path)
     if existing is not None:
+        _set_window(existing, params.context_window)
         return {**session_report(existing), "alreadyOpen": True}
     if path.is_dir():
         raise RpcError(Code.FILE_ERROR, f"{path} is a directory, not a session file")
     session = await ls.off_loop(functools.partial(Session.open, path, cwd=params.cwd))
     handle = ls.registry.add(session)
+    _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
+
+
+def _set_window(handle: SessionHandle, context_window: int | None) -> None:
+    """The client knows its model's window better than the name lookup (M-6)."""
+    if context_window is not None:
+        ensure_auto(handle).context_window = context_window
 
 
 @method("session/create", s.CreateParams)
@@ -116,6 +125,7 @@ async def session_create(ls: CompactdServer, params: s.CreateParams) -> dict[str
         raise RpcError(Code.FILE_ERROR, f"{path} already exists; open it with session/open")
     session = Session.create(params.cwd, path, in_memory=params.in_memory)
     handle = ls.registry.add(session)
+    _set_window(handle, params.context_window)
     return session_report(handle)
 
 
@@ -250,12 +260,16 @@ async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) ->
     handle = ls.registry.get(params.session_id)
     _, leaf = _leaf_arg(handle.session, params)
     settings = ls.settings_for(handle.session)
-    snap = ls.snapshot(handle.session)
+    # No copy of the entries (it would cost more than the answer on long sessions): the worker
+    # only follows parent links back from the leaf captured here, appends on the loop only add
+    # to `by_id`, and each dict lookup is atomic.
+    session = handle.session
+    snap = SimpleNamespace(entries=session.entries, by_id=session.by_id, leaf_id=session.leaf_id)
     auto = ensure_auto(handle)
 
     def build() -> dict[str, Any]:
         # The window automatic compaction uses: the context's model, looked up by name.
-        model = _model_id(reports.path_for(snap, leaf))
+        model = _model_id(reports.recent_path_for(snap, leaf))
         window = auto.context_window or (context_window_for_model(model) if model else settings.context_window)
         return reports.stats_report(snap, leaf, context_window=window,
                                     reserve_tokens=settings.compaction.reserve_tokens, cache=handle.token_cache)

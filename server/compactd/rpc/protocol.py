@@ -34,7 +34,24 @@ from .errors import Code, RpcError
 
 log = logging.getLogger("compactd.rpc")
 
-MAX_BODY = 512 * 1024 * 1024  # refuse absurd Content-Length values instead of waiting forever
+# The largest message body accepted (bytes). A frame whose Content-Length is larger is answered
+# with InvalidRequest (`"id": null`) and its body is skipped as it arrives, never buffered, so a
+# client cannot make the daemon hold unbounded memory. Override with COMPACTD_MAX_MESSAGE_BYTES.
+DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+MAX_MESSAGE_ENV = "COMPACTD_MAX_MESSAGE_BYTES"
+
+
+def max_message_bytes(env: dict[str, str] | None = None) -> int:
+    raw = (env if env is not None else os.environ).get(MAX_MESSAGE_ENV, "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a positive integer; using %d", MAX_MESSAGE_ENV, raw[:40],
+                    DEFAULT_MAX_MESSAGE_BYTES)
+    return DEFAULT_MAX_MESSAGE_BYTES
+
+
+MAX_BODY = DEFAULT_MAX_MESSAGE_BYTES  # kept for importers; the reader uses its own limit
 
 
 def make_converter() -> Converter:
@@ -112,6 +129,14 @@ class CompactdProtocol(LanguageServerProtocol):
             return
         self._send_response(msg_id, error=types.ResponseError(code=int(code), message=message))
 
+    def reject_oversized(self, length: int, limit: int) -> None:
+        """A frame larger than the limit: answer (its id is unknown) and let the reader skip it."""
+        log.warning("message of %d bytes refused (limit %d bytes, %s)", length, limit, MAX_MESSAGE_ENV)
+        self._send_data({"jsonrpc": "2.0", "id": None, "error": {
+            "code": int(Code.INVALID_REQUEST),
+            "message": f"Message too large: {length} bytes (limit {limit} bytes)",
+            "data": {"length": length, "maxBytes": limit}}})
+
     def receive_body(self, body: bytes) -> bool:
         """One framed message: parse, validate the envelope, dispatch. Never raises; returns False
         when the body is not JSON (the reader may then resynchronize)."""
@@ -146,6 +171,11 @@ class CompactdProtocol(LanguageServerProtocol):
         if self._shutdown and is_request and method != types.EXIT:
             self.send_error(msg_id, Code.INVALID_REQUEST, "Server is shutting down")
             return
+        if is_request and method != types.EXIT and _is_notification(method):
+            # pygls would run it and never answer (or blame its params); the client would wait forever.
+            self.send_error(msg_id, Code.INVALID_REQUEST,
+                            f"Invalid request: {method} is a notification; send it without an id")
+            return
         if is_request and not self.initialized_once and method not in (types.INITIALIZE, types.SHUTDOWN):
             self.send_error(msg_id, Code.SERVER_NOT_INITIALIZED, "Server not initialized: send initialize first")
             return
@@ -165,6 +195,12 @@ class CompactdProtocol(LanguageServerProtocol):
             log.error("failed to handle %s", method or "message", exc_info=exc)
             if is_request:
                 self.send_error(msg_id, Code.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
+
+
+def _is_notification(method: Any) -> bool:
+    """An LSP client-to-server notification (lsprotocol knows its message type)."""
+    kinds = types.METHOD_TO_TYPES.get(method) if isinstance(method, str) else None
+    return bool(kinds) and kinds[0].__name__.endswith("Notification")  # type: ignore[index]
 
 
 def _cause(exc: BaseException) -> str:
@@ -187,12 +223,17 @@ class FrameReader:
     at the next frame header found inside it (the part before is still tried as a message).
     """
 
-    def __init__(self, on_body: Callable[[bytes], bool]) -> None:
+    def __init__(self, on_body: Callable[[bytes], bool], *, max_bytes: int | None = None,
+                 on_oversized: Callable[[int, int], None] | None = None) -> None:
         self._buffer = bytearray()
         self._length: int | None = None
         self._in_headers = False
         self._bad_header = False
         self._on_body = on_body  # returns False when the body is not valid JSON
+        self.max_bytes = max_bytes if max_bytes is not None else max_message_bytes()
+        self._on_oversized = on_oversized  # (declared length, limit): answer the client
+        self._oversized: int | None = None  # Content-Length above the limit in this header block
+        self._skip = 0  # body bytes of a refused frame still to discard
 
     def feed(self, data: bytes) -> None:
         self._buffer += data
@@ -211,6 +252,11 @@ class FrameReader:
         self._buffer[:0] = body[cut:]
 
     def _step(self) -> bool:
+        if self._skip:
+            dropped = min(self._skip, len(self._buffer))
+            del self._buffer[:dropped]
+            self._skip -= dropped
+            return self._skip == 0 and bool(self._buffer)
         if self._length is not None and not self._in_headers:
             if len(self._buffer) < self._length:
                 return False
@@ -230,6 +276,12 @@ class FrameReader:
         if not line.strip():
             if self._in_headers:
                 self._in_headers = False
+                if self._oversized is not None:
+                    self._skip, self._oversized = self._oversized, None
+                    self._bad_header = False
+                    if self._on_oversized is not None:
+                        self._on_oversized(self._skip, self.max_bytes)
+                    return True
                 if self._length is None and not self._bad_header:
                     log.warning("header block without Content-Length ignored")
                 self._bad_header = False
@@ -244,12 +296,17 @@ class FrameReader:
             log.warning("ignoring unframed input line (%d bytes)", len(line))
             self._in_headers = False
             self._length = None
+            self._oversized = None
             return True
         self._in_headers = True
         name, value = match.group(1).lower(), match.group(2).strip()
         if name == b"content-length":
-            if value.isdigit() and int(value) <= MAX_BODY:
+            if value.isdigit() and int(value) > self.max_bytes:
+                self._length = None
+                self._oversized = int(value)
+            elif value.isdigit():
                 self._length = int(value)
+                self._oversized = None
             else:
                 log.warning("invalid Content-Length %r ignored", value[:40])
                 self._length = None

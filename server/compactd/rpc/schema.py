@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal, TypeVar
 
 import pydantic
-from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from compactd.session.model import AppendableMessage, UserContentBlock
@@ -21,6 +21,16 @@ HOOK_NAMES = ("beforeCompact", "compacting", "beforeTree")
 DEFAULT_HOOK_TIMEOUT_MS = 5000
 
 NonEmpty = Annotated[str, Field(min_length=1)]
+
+
+def _no_nul(value: str) -> str:
+    # The OS refuses such paths; refuse them here, with the field's name, before they reach a Path.
+    if "\x00" in value:
+        raise ValueError("must not contain a NUL character")
+    return value
+
+
+PathText = Annotated[str, Field(min_length=1), AfterValidator(_no_nul)]
 ProgressToken = int | str
 
 
@@ -49,14 +59,17 @@ class InitOptions(Params):
 
 
 class OpenParams(Params):
-    path: NonEmpty
-    cwd: str | None = None  # cwd recorded in the header if the file does not exist yet
+    path: PathText
+    cwd: PathText | None = None  # cwd recorded in the header if the file does not exist yet
+    # The agent model's context window for automatic compaction and tokenStats (else looked up by name).
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class CreateParams(Params):
-    cwd: NonEmpty
-    path: NonEmpty | None = None
+    cwd: PathText
+    path: PathText | None = None
     in_memory: bool = False
+    context_window: int | None = Field(default=None, ge=1)
 
 
 class ListParams(Params):
@@ -64,8 +77,8 @@ class ListParams(Params):
 
 
 class ListFilesParams(Params):
-    cwd: NonEmpty | None = None
-    dir: NonEmpty | None = None  # a folder to list instead of Pi's default one for cwd
+    cwd: PathText | None = None
+    dir: PathText | None = None  # a folder to list instead of Pi's default one for cwd
 
 
 class SessionParams(Params):
@@ -124,7 +137,7 @@ class LabelParams(SessionParams):
 
 class ForkParams(SessionParams):
     leaf_id: NonEmpty | None = None  # default: the session's leaf
-    path: NonEmpty | None = None
+    path: PathText | None = None
     in_memory: bool | None = None
 
 

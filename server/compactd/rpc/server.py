@@ -272,7 +272,8 @@ class CompactdServer(LanguageServer):
                 self.exit_code = 0 if self.protocol._shutdown else 1
                 self._stop.set()  # type: ignore[union-attr]
 
-        reader_starter(loop, FrameReader(self.protocol.receive_body), on_eof)
+        reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
+        reader_starter(loop, reader, on_eof)
         await self._stop.wait()
         for job in list(self.jobs):
             job.cancel("server")

@@ -238,13 +238,17 @@ class OpenAIChatSummarizer:
         usage_raw: dict[str, Any] | None = None
         finish: str | None = None
         saw_tool_call = False
+        chunks = 0
+        content_type = ""
         async with self._client(key) as client:
             try:
                 stream = await client.chat.completions.create(**body)
             except openai.APIError as exc:
                 raise self._classify(exc, label, key) from None
+            content_type = _content_type(stream)
             try:
                 async for chunk in stream:
+                    chunks += 1
                     if chunk.usage is not None:
                         usage_raw = chunk.usage.model_dump()
                     for choice in chunk.choices:
@@ -272,6 +276,14 @@ class OpenAIChatSummarizer:
                 await stream.close()
 
         text = "".join(parts)
+        if finish is None and chunks == 0 and not content_type.startswith("text/event-stream"):
+            # Not a dropped stream: the server answered with something else (a plain JSON body, an
+            # HTML page), which asking again will not change.
+            raise SummarizationError(
+                f"{label} failed: {self.config.endpoint} did not answer with an event stream "
+                f"(content-type {content_type or 'missing'}); is it an OpenAI-compatible "
+                "/chat/completions endpoint?"
+            )
         if finish is None:
             raise TransientError(
                 f"{label} failed: the response stream from {self.config.endpoint} ended early"
@@ -333,6 +345,13 @@ class OpenAIChatSummarizer:
         if TRANSIENT_TEXT.search(text):
             return TransientError(f"{label} failed: {text}", retry_after_ms=retry_after_ms_from_text(text))
         return SummarizationError(f"{label} failed: {text}")
+
+
+def _content_type(stream: Any) -> str:
+    response = getattr(stream, "response", None)
+    headers = getattr(response, "headers", None)
+    value = headers.get("content-type", "") if headers is not None else ""
+    return str(value).lower()
 
 
 def _status_text(exc: openai.APIStatusError) -> str:
