@@ -239,7 +239,9 @@ def test_cycles_and_dangling_parents_do_not_hang(tmp_path: Path) -> None:
     for i in range(200):  # a 200-long ring, a self loop, a dangling parent
         rows.append({"type": "message", "id": f"r{i}", "parentId": f"r{(i + 1) % 200}", "timestamp": "t",
                      "message": {"role": "user" if i % 2 else "assistant", "content": f"m{i}"}})
-    rows.append({"type": "message", "id": "self", "parentId": "self", "timestamp": "t", "message": {"role": "user", "content": 5}})
+    rows.append(
+        {"type": "message", "id": "self", "parentId": "self", "timestamp": "t", "message": {"role": "user", "content": 5}}
+    )
     rows.append({"type": "compaction", "id": "dang", "parentId": "missing", "timestamp": "t", "summary": None,
                  "firstKeptEntryId": 17, "tokensBefore": "many"})
     path = tmp_path / "cyc.jsonl"

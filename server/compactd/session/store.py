@@ -208,7 +208,9 @@ class Session:
                     length += len(chunk)
                     last_newline = chunk.endswith(b"\n")
                 size += length - len(raw)
-                warnings.append(LoadWarning(line_no, f"line of {length} bytes exceeds the limit of {MAX_LINE_BYTES} bytes; skipped"))
+                warnings.append(
+                    LoadWarning(line_no, f"line of {length} bytes exceeds the limit of {MAX_LINE_BYTES} bytes; skipped")
+                )
                 continue
             if not raw.strip():
                 continue
