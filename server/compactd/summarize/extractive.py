@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from collections.abc import Iterable
 
+from ..compaction.prompts import BRANCH_SUMMARY_HEADINGS, SUMMARY_HEADINGS, TURN_PREFIX_HEADINGS
 from .base import OnText, SummaryKind, SummaryRequest, SummaryResult
 
 __all__ = [
@@ -56,19 +57,9 @@ __all__ = [
     "TURN_PREFIX_HEADINGS",
 ]
 
-HISTORY_HEADINGS = (
-    "## Goal",
-    "## Constraints & Preferences",
-    "## Progress",
-    "### Done",
-    "### In Progress",
-    "### Blocked",
-    "## Key Decisions",
-    "## Next Steps",
-    "## Critical Context",
-)
-BRANCH_HEADINGS = HISTORY_HEADINGS[:-1]
-TURN_PREFIX_HEADINGS = ("## Original Request", "## Early Progress", "## Context for Suffix")
+# One definition of the required headings, shared with the prompts and the D-23 check.
+HISTORY_HEADINGS = SUMMARY_HEADINGS
+BRANCH_HEADINGS = BRANCH_SUMMARY_HEADINGS
 
 NONE = "(none)"
 
