@@ -189,10 +189,11 @@ def test_usage_conversion_edge_cases() -> None:
     assert (u["input"], u["output"], u["cacheRead"], u["totalTokens"]) == (10, 5, 0, 15)
 
 
-async def test_missing_usage_chunk_gives_none(fake: FakeOpenAI) -> None:
+async def test_missing_usage_chunk_gives_an_estimate(fake: FakeOpenAI) -> None:
     fake.queue(Reply.stream("text", usage=None))
     result = await run(make_openai(fake).summarize(make_request()))
-    assert result.text == "text" and result.usage is None
+    assert result.text == "text" and result.model_called
+    assert result.usage is not None and result.usage["estimated"] is True
 
 
 # -- rejected responses (S-14 / B-13) --------------------------------------------------------

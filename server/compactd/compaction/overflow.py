@@ -10,7 +10,13 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["OVERFLOW_PATTERNS", "NON_OVERFLOW_PATTERNS", "is_overflow_error_text", "is_context_overflow"]
+__all__ = [
+    "OVERFLOW_PATTERNS",
+    "NON_OVERFLOW_PATTERNS",
+    "is_overflow_error_text",
+    "is_context_overflow",
+    "context_window_from_error_text",
+]
 
 # Messages that mention limits but are throttling, not context size (checked first).
 NON_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
@@ -54,6 +60,19 @@ OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
         r"too many tokens",
         r"token limit exceeded",
         r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
+        # compactd addition: llama-cpp-python's own text when it reaches the client unformatted.
+        r"requested tokens \(\d+\) exceed context window",
+    )
+)
+
+# Where servers name the window in their overflow text (llama.cpp, llama-cpp-python, vLLM, OpenAI).
+_WINDOW_IN_TEXT: tuple[re.Pattern[str], ...] = tuple(
+    re.compile(p, re.IGNORECASE)
+    for p in (
+        r"available context size \((\d+) tokens?\)",
+        r"exceeds? context window of (\d+)",
+        r"maximum context length is (\d+) tokens",
+        r"\bn_ctx\W+(\d+)",
     )
 )
 
@@ -65,6 +84,15 @@ def is_overflow_error_text(text: str | None) -> bool:
     if any(p.search(text) for p in NON_OVERFLOW_PATTERNS):
         return False
     return any(p.search(text) for p in OVERFLOW_PATTERNS)
+
+
+def context_window_from_error_text(text: str | None) -> int | None:
+    """The context window an overflow error names ("... context size (4096 tokens)"), if any."""
+    for pattern in _WINDOW_IN_TEXT:
+        m = pattern.search(text or "")
+        if m and int(m.group(1)) > 0:
+            return int(m.group(1))
+    return None
 
 
 def _num(value: Any) -> float:

@@ -26,6 +26,7 @@ __all__ = [
     "SummarizationError",
     "ContextOverflowError",
     "TransientError",
+    "StreamCutOffError",
     "RejectedResponseError",
     "kind_label",
     "token_cap_message",
@@ -54,12 +55,18 @@ class SummaryRequest(BaseModel):
     messages: list[dict[str, Any]] = Field(default_factory=list)
     previous_summary: str | None = None
     custom_instructions: str | None = None
+    # Sent alongside another call (split turn): a stream the server cuts off is reported at once
+    # (StreamCutOffError) instead of retried, so the engine can retry one call at a time.
+    parallel: bool = False
 
 
 class SummaryResult(BaseModel):
     text: str
-    # Pi usage shape (F-12) or None when the backend reports none.
+    # Pi usage shape (F-12) or None when the backend reports none. `usage["estimated"]` is true
+    # when the server reported nothing and the counts are tiktoken estimates.
     usage: dict[str, Any] | None = None
+    # False for the embedded summarizer: no model was asked (network backends set it).
+    model_called: bool = False
 
 
 OnText = Callable[[str], None]
@@ -85,7 +92,12 @@ class SummarizationError(Exception):
 
 
 class ContextOverflowError(SummarizationError):
-    """The summarization prompt itself does not fit the summarizer model's context window."""
+    """The summarization prompt itself does not fit the summarizer model's context window.
+    `context_window` is the window the server named in its error, when it did."""
+
+    def __init__(self, message: str, context_window: int | None = None) -> None:
+        super().__init__(message)
+        self.context_window = context_window
 
 
 class TransientError(SummarizationError):
@@ -96,6 +108,11 @@ class TransientError(SummarizationError):
     def __init__(self, message: str, retry_after_ms: float | None = None) -> None:
         super().__init__(message)
         self.retry_after_ms = retry_after_ms
+
+
+class StreamCutOffError(TransientError):
+    """The response stream ended before a finish reason: the server stopped it (a single-slot
+    server serving another request) or the connection dropped."""
 
 
 class RejectedResponseError(SummarizationError):
@@ -149,10 +166,12 @@ def usage_add(a: dict[str, Any] | None, b: dict[str, Any] | None) -> dict[str, A
         return usage_add(only, empty_usage())
     out: dict[str, Any] = {k: _n(a.get(k)) + _n(b.get(k)) for k in _USAGE_FIELDS}
     # Optional extra counters (cacheWrite1h, reasoning) are summed when either side has them.
-    for k in sorted((set(a) | set(b)) - set(_USAGE_FIELDS) - {"cost"}):
+    for k in sorted((set(a) | set(b)) - set(_USAGE_FIELDS) - {"cost", "estimated"}):
         if isinstance(a.get(k, 0), (int, float)) and isinstance(b.get(k, 0), (int, float)):
             out[k] = _n(a.get(k)) + _n(b.get(k))
     ca = a.get("cost") if isinstance(a.get("cost"), dict) else {}
     cb = b.get("cost") if isinstance(b.get("cost"), dict) else {}
     out["cost"] = {k: _n(ca.get(k)) + _n(cb.get(k)) for k in _COST_FIELDS}
+    if a.get("estimated") or b.get("estimated"):  # a sum with an estimated part is an estimate
+        out["estimated"] = True
     return out

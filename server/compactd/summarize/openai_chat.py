@@ -19,13 +19,29 @@ What one request carries (S-5, S-6, S-7, S-8 / D-9):
   requests. Turn it off for strict servers that reject unknown fields.
 
 The SDK's own retries are disabled; `retry.run_with_retries` retries timeouts, connection errors,
-429, 408/5xx and streams that end before a finish_reason. Overflow errors (M-22) are never retried.
+429, 408/5xx and streams that end before a finish_reason (StreamCutOffError) — except for a request
+marked `parallel`, whose cut-off is raised at once so the engine can retry the calls one at a time.
+Overflow errors (M-22) are never retried; the window the server names in its error, if any, is
+kept on the ContextOverflowError.
+
+In-band errors (HTTP 200, then an error inside the stream) are read in every shape real servers
+send: `data: {"error": {...}}` (OpenAI, vLLM, llama.cpp today), vLLM's older unwrapped
+`data: {"object": "error", "message": ...}`, and llama.cpp's older non-standard SSE field
+`error: {...}`, which the SDK's decoder would drop (the stream would look cut off and be retried);
+a small decoder subclass turns that line into the standard form. The server's own message is
+what the user sees.
+
+Usage: when the server sends no usage chunk (llama-cpp-python and others ignore
+`stream_options.include_usage`), the result carries an estimate — tiktoken counts of the prompt
+(system + user message) and of the reply text — marked `"estimated": true`.
 The API key is read from the environment variable named in the config at call time and never
 appears in reprs or error texts.
 """
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import json
 import os
 import uuid
@@ -49,11 +65,12 @@ else:
 
     openai = _LazyOpenAI()
 
-from ..compaction.overflow import is_overflow_error_text
+from ..compaction.overflow import context_window_from_error_text, is_overflow_error_text
 from .base import (
     ContextOverflowError,
     OnText,
     RejectedResponseError,
+    StreamCutOffError,
     SummarizationError,
     SummaryRequest,
     SummaryResult,
@@ -78,6 +95,7 @@ __all__ = [
     "DEFAULT_BASE_URL",
     "map_reasoning_effort",
     "usage_from_openai",
+    "estimate_usage",
 ]
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
@@ -101,6 +119,9 @@ class OpenAIChatConfig:
     # USD per million tokens, Pi's model.cost shape: {input, output, cacheRead, cacheWrite}.
     cost_per_million: Mapping[str, float] | None = None
     name: str | None = None
+    # The model's context window (summarizer.contextWindow or the known-model table); the engine
+    # checks prompts against it before sending. None = unknown, no check.
+    context_window: int | None = None
 
     @property
     def endpoint(self) -> str:
@@ -121,6 +142,21 @@ def map_reasoning_effort(level: str | None, supported: tuple[str, ...] = PI_THIN
         (s for s in supported if s in order), key=lambda s: (abs(order.index(s) - want), -order.index(s))
     )
     return ranked[0] if ranked else None
+
+
+def estimate_usage(
+    prompt_text: str, completion_text: str, model: str | None, cost_per_million: Mapping[str, float] | None = None
+) -> dict[str, Any]:
+    """Pi usage from tiktoken counts, for servers that report none; marked `estimated`."""
+    from ..compaction.exact_tokens import MESSAGE_OVERHEAD_TOKENS, get_counter
+
+    counter = get_counter(model)
+    prompt = counter.count_text(prompt_text) + 2 * MESSAGE_OVERHEAD_TOKENS  # system + user framing
+    completion = counter.count_text(completion_text)
+    usage = usage_from_openai({"prompt_tokens": prompt, "completion_tokens": completion}, cost_per_million)
+    assert usage is not None
+    usage["estimated"] = True
+    return usage
 
 
 def usage_from_openai(
@@ -174,9 +210,18 @@ class OpenAIChatSummarizer:
         )
 
     # -- public ---------------------------------------------------------------------------------
+    @property
+    def context_window(self) -> int | None:
+        return self.config.context_window
+
     async def summarize(self, request: SummaryRequest, on_text: OnText | None = None) -> SummaryResult:
         key = self._api_key()
-        return await run_with_retries(lambda: self._attempt(request, on_text, key), self.config.retry)
+        return await run_with_retries(
+            lambda: self._attempt(request, on_text, key),
+            self.config.retry,
+            # A parallel call cut off by the server is the engine's to retry, one call at a time.
+            retry_if=lambda err: not (request.parallel and isinstance(err, StreamCutOffError)),
+        )
 
     def build_body(self, request: SummaryRequest, request_id: str) -> dict[str, Any]:
         """The keyword arguments for `chat.completions.create` (also used by tests and dry runs)."""
@@ -222,7 +267,7 @@ class OpenAIChatSummarizer:
         return key
 
     def _client(self, key: str | None) -> openai.AsyncOpenAI:
-        return openai.AsyncOpenAI(
+        return _client_class()(
             api_key=key or _PLACEHOLDER_KEY,
             base_url=self.config.endpoint,
             max_retries=0,  # we retry ourselves (policy from settings, Retry-After cap)
@@ -249,6 +294,8 @@ class OpenAIChatSummarizer:
             try:
                 async for chunk in stream:
                     chunks += 1
+                    if getattr(chunk, "object", None) == "error":  # vLLM's older unwrapped in-band error
+                        raise self._in_stream_error(chunk, label, key)
                     if chunk.usage is not None:
                         usage_raw = chunk.usage.model_dump()
                     for choice in chunk.choices:
@@ -285,8 +332,9 @@ class OpenAIChatSummarizer:
                 "/chat/completions endpoint?"
             )
         if finish is None:
-            raise TransientError(
-                f"{label} failed: the response stream from {self.config.endpoint} ended early"
+            raise StreamCutOffError(
+                f"{label} failed: the response stream from {self.config.endpoint} ended before the answer "
+                "was complete (the server stopped it or the connection dropped)"
             )
         if finish == "length":
             raise RejectedResponseError(token_cap_message(request.kind))
@@ -296,7 +344,21 @@ class OpenAIChatSummarizer:
             raise SummarizationError(f"{label} failed: the provider's content filter stopped the response")
         if not text.strip():
             raise RejectedResponseError(empty_text_message(request.kind))
-        return SummaryResult(text=text, usage=usage_from_openai(usage_raw, self.config.cost_per_million))
+        usage = usage_from_openai(usage_raw, self.config.cost_per_million)
+        if usage is None:
+            usage = await asyncio.to_thread(
+                estimate_usage,
+                request.system_prompt + "\n" + request.prompt,
+                text,
+                self.config.model,
+                self.config.cost_per_million,
+            )
+        return SummaryResult(text=text, usage=usage, model_called=True)
+
+    def _in_stream_error(self, chunk: Any, label: str, key: str | None) -> SummarizationError:
+        extra = chunk.model_extra or {}
+        message = extra.get("message") if isinstance(extra.get("message"), str) else "unknown error"
+        return self._classify(openai.APIError(message, request=None, body=extra), label, key)  # type: ignore[arg-type]
 
     def _scrub(self, text: str, key: str | None) -> str:
         return text.replace(key, "***") if key and len(key) >= 4 else text
@@ -315,8 +377,8 @@ class OpenAIChatSummarizer:
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
             text = self._scrub(_status_text(exc), key)
-            if is_overflow_error_text(text):
-                return ContextOverflowError(f"{label} failed: {text}")
+            if _is_overflow(text, exc.body):
+                return ContextOverflowError(f"{label} failed: {text}", _window_in(text, exc.body))
             if status == 401:
                 return SummarizationError(
                     f"{label} failed: authentication failed at {where} "
@@ -340,11 +402,62 @@ class OpenAIChatSummarizer:
             return SummarizationError(f"{label} failed: {text}")
         # An `error` event inside the stream: no status, only a message.
         text = self._scrub(exc.message or "unknown error", key)
-        if is_overflow_error_text(text):
-            return ContextOverflowError(f"{label} failed: {text}")
+        if _is_overflow(text, exc.body):
+            return ContextOverflowError(f"{label} failed: {text}", _window_in(text, exc.body))
         if TRANSIENT_TEXT.search(text):
             return TransientError(f"{label} failed: {text}", retry_after_ms=retry_after_ms_from_text(text))
         return SummarizationError(f"{label} failed: {text}")
+
+
+_OVERFLOW_CODES = ("context_length_exceeded", "exceed_context_size_error")
+
+
+def _is_overflow(text: str, body: Any) -> bool:
+    """M-22's text test, plus the error codes servers attach to an overflow."""
+    if is_overflow_error_text(text):
+        return True
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    return isinstance(inner, Mapping) and (inner.get("code") in _OVERFLOW_CODES or inner.get("type") in _OVERFLOW_CODES)
+
+
+def _window_in(text: str, body: Any) -> int | None:
+    inner = body.get("error", body) if isinstance(body, Mapping) else None
+    n_ctx = inner.get("n_ctx") if isinstance(inner, Mapping) else None
+    if isinstance(n_ctx, int) and not isinstance(n_ctx, bool) and n_ctx > 0:
+        return n_ctx
+    return context_window_from_error_text(text)
+
+
+@functools.lru_cache(maxsize=1)
+def _client_class() -> type:
+    """AsyncOpenAI whose SSE decoder also reads llama.cpp's older `error: {...}` field as an
+    in-band error. Falls back to the plain client when the SDK's decoder hooks are missing."""
+    try:
+        from openai._streaming import SSEDecoder
+    except ImportError:  # pragma: no cover - SDK layout changed
+        return openai.AsyncOpenAI
+    base = openai.AsyncOpenAI
+    if not hasattr(base, "_make_sse_decoder"):  # pragma: no cover
+        return base
+
+    class _Decoder(SSEDecoder):  # type: ignore[misc]
+        def decode(self, line: str) -> Any:
+            if line.startswith("error:"):
+                raw = line[len("error:"):].strip()
+                try:
+                    error: Any = json.loads(raw)
+                except ValueError:
+                    error = {"message": raw}
+                if not isinstance(error, dict):
+                    error = {"message": str(error)}
+                line = "data: " + json.dumps({"error": error})
+            return super().decode(line)
+
+    class _Client(base):  # type: ignore[misc, valid-type]
+        def _make_sse_decoder(self) -> Any:
+            return _Decoder()
+
+    return _Client
 
 
 def _content_type(stream: Any) -> str:

@@ -115,13 +115,17 @@ async def run_with_retries(
     policy: RetryPolicy,
     *,
     on_retry: Callable[[int, float, TransientError], None] | None = None,
+    retry_if: Callable[[TransientError], bool] | None = None,
 ) -> T:
-    """Run `attempt()`; on TransientError wait and try again, up to `policy.max_retries` times."""
+    """Run `attempt()`; on TransientError wait and try again, up to `policy.max_retries` times.
+    `retry_if` can exempt some transient errors (they are raised at once, unchanged)."""
     retries = 0
     while True:
         try:
             return await attempt()
         except TransientError as err:
+            if retry_if is not None and not retry_if(err):
+                raise
             if not policy.enabled or retries >= policy.max_retries:
                 if retries == 0:
                     raise
