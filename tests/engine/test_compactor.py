@@ -393,19 +393,36 @@ async def test_incomplete_summary_is_retried_once_with_a_reminder(tmp_path: Path
     assert session.by_id[res.entry_id]["usage"]["output"] == 600  # both calls counted
 
 
-async def test_still_incomplete_summary_is_kept_with_a_warning(tmp_path: Path, fake: FakeOpenAI) -> None:
+async def test_still_incomplete_summary_is_replaced_by_the_embedded_summary(tmp_path: Path, fake: FakeOpenAI) -> None:
     session = four_turns(tmp_path)
     st = settings(tmp_path, fake, compaction=KEEP_SMALL)
     partial = "## Goal\nShip it.\n\n## Next Steps\n1. Go"
     fake.queue(Reply.stream("prose"), Reply.stream(partial))
     res = await compact(session, st, build_summarizer(st, env={}))
-    assert res.summary.startswith(partial)
-    assert (
-        len(res.warnings) == 1
-        and "## Critical Context" in res.warnings[0]
-        and "## Goal" not in res.warnings[0]
-    )
+    assert len(fake.requests) == 2
+    assert "Ship it." not in res.summary and "prose" not in res.summary  # the model's reply is not written
+    assert "Request 1: please work on src/mod1.py" in res.summary  # the embedded summarizer's evidence
+    for heading in ("## Goal", "## Progress", "## Key Decisions", "## Next Steps", "## Critical Context"):
+        assert heading in res.summary
+    assert len(res.warnings) == 1
+    warning = res.warnings[0]
+    assert "openai:" in warning and "## Critical Context" in warning and "## Goal" not in warning
+    assert "extractive" in warning and "written instead" in warning
+    assert res.model_calls == 2
+    assert session.by_id[res.entry_id]["usage"]["output"] == 600  # both model calls were paid for
     assert session.by_id[res.entry_id]["summary"] == res.summary
+
+
+async def test_still_incomplete_summary_fails_when_strict(tmp_path: Path, fake: FakeOpenAI) -> None:
+    session = four_turns(tmp_path)
+    before = Path(session.path).read_bytes()
+    st = settings(tmp_path, fake, compaction=KEEP_SMALL, summarizer={"strictHeadings": True})
+    fake.queue(Reply.stream("prose"), Reply.stream("## Goal\nShip it."))
+    with pytest.raises(CompactionError) as info:
+        await compact(session, st, build_summarizer(st, env={}))
+    assert "missing required headings even after a reminder" in str(info.value)
+    assert "strictHeadings" in str(info.value)
+    assert Path(session.path).read_bytes() == before
 
 
 # --- hooks (§15, cases 43–47) -------------------------------------------------------------------

@@ -27,12 +27,14 @@ import asyncio
 import logging
 import math
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pydantic import Field
 
+from ..compaction.chunking import ChunkingError, chunk_budget, fit_request, output_room, plan_chunks
+from ..compaction.exact_tokens import get_counter
 from ..compaction.prepare import CompactionPreparation, NoCompactionReason, messages_of, prepare_compaction
 from ..compaction.prompts import (
     SPLIT_TURN_SEPARATOR,
@@ -45,14 +47,23 @@ from ..compaction.prompts import (
     merge_split_turn,
 )
 from ..compaction.reports import preparation_json
+from ..compaction.serialize import serialize_conversation
 from ..compaction.settings import CompactionSettings
 from ..compaction.tokens import sum_estimates
 from ..session import Session, build_session_context, convert_to_llm
 from ..session.context import context_from_path
-from ..summarize.base import SummarizationError, Summarizer, SummaryKind, SummaryRequest, usage_add
+from ..summarize.base import (
+    ContextOverflowError,
+    SummarizationError,
+    Summarizer,
+    SummaryKind,
+    SummaryRequest,
+    usage_add,
+)
+from ..summarize.extractive import ExtractiveSummarizer
 from ._model import EngineModel
 from .busy import ensure_not_busy, mark_busy
-from .generation import Generated, generate_checked, run_together
+from .generation import Generated, generate_checked, run_limited
 from .hooks import Hooks, call_hook
 from .progress import OnProgress, ProgressTracker, emit
 from .settings import Settings
@@ -102,6 +113,8 @@ class CompactionResult(EngineModel):
     entry_id: str
     from_hook: bool = False
     warnings: list[str] = Field(default_factory=list)
+    # Requests that reached a model (0: the embedded summarizer wrote it, or a hook supplied it).
+    model_calls: int = 0
 
 
 # --- D-20 ---------------------------------------------------------------------------------------
@@ -250,6 +263,156 @@ def _split_join(has_history: bool) -> Callable[[list[str]], str]:
     return join
 
 
+@dataclass
+class _Calls:
+    """What every summary call of one compaction shares."""
+
+    settings: Settings
+    summarizer: Summarizer
+    fallback: Summarizer | None  # writes the summary when the model's lacks headings (D-23)
+    tracker: ProgressTracker
+    reasoning: str | None
+    custom_instructions: str | None
+    base_prompt: str | None
+    context_lines: list[str]
+    window: int | None  # the summarizer model's context window, None = unknown (no check)
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def headings(self) -> tuple[str, ...]:
+        # A hook-supplied prompt defines its own format: no heading check then.
+        return () if self.base_prompt is not None else SUMMARY_HEADINGS
+
+    async def count(self, text: str) -> int:
+        counter = get_counter(self.settings.model)
+        return await asyncio.to_thread(counter.count_text, text)
+
+    def history_request(
+        self, conversation: str, previous: str | None, messages: list[dict[str, Any]], max_tokens: int, parallel: bool
+    ) -> SummaryRequest:
+        return SummaryRequest(
+            kind=SummaryKind.HISTORY,
+            system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
+            prompt=build_history_prompt(
+                conversation,
+                previous_summary=previous,
+                custom_instructions=self.custom_instructions,
+                additional_context=self.context_lines,
+                base_prompt=self.base_prompt,
+            ),
+            max_tokens=max_tokens,
+            reasoning=self.reasoning,
+            messages=messages,
+            previous_summary=previous,
+            custom_instructions=self.custom_instructions,
+            parallel=parallel,
+        )
+
+    async def checked(
+        self, request: SummaryRequest, headings: tuple[str, ...], label: str, budget: int | None = None
+    ) -> Generated:
+        return await generate_checked(
+            self.summarizer,
+            request,
+            headings=headings,
+            tracker=self.tracker,
+            label=label,
+            budget=budget,
+            fallback=self.fallback,
+            strict=self.settings.summarizer.strict_headings,
+        )
+
+
+async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
+    """The history summary: one request when it fits the summarizer's window, else in chunks.
+    An overflow the server reports although the check passed (its tokenizer counts more) is
+    answered once by chunking for the window it names, or a smaller one."""
+    prep = prepared.prep
+    max_tokens = math.floor(HISTORY_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens)
+    request = calls.history_request(
+        prep.conversation_text, prep.previous_summary, prepared.history_messages, max_tokens, parallel
+    )
+    prompt_tokens: int | None = None
+    if calls.window:
+        prompt_tokens = await calls.count(request.system_prompt + request.prompt)
+        fit = fit_request(prompt_tokens, max_tokens, calls.window)
+        if not fit.fits:
+            return await _summarize_in_chunks(calls, prepared, calls.window, max_tokens, parallel)
+        request = request.model_copy(update={"max_tokens": fit.max_tokens})
+    try:
+        return await calls.checked(request, calls.headings, "history summary", max_tokens)
+    except ContextOverflowError as err:
+        if prompt_tokens is None:
+            prompt_tokens = await calls.count(request.system_prompt + request.prompt)
+        sizes = [w for w in (err.context_window, calls.window and math.floor(calls.window * 0.75)) if w]
+        window = min(sizes) if sizes else max(1, prompt_tokens // 2)
+        calls.warnings.append(f"The summarizer's server reported a context overflow ({err}); retried in chunks "
+                              f"sized for a {window}-token window")
+        return await _summarize_in_chunks(calls, prepared, window, max_tokens, parallel)
+
+
+async def _summarize_in_chunks(
+    calls: _Calls, prepared: _Prepared, window: int, max_tokens: int, parallel: bool
+) -> Generated:
+    """Oldest chunk first; each answer becomes the next chunk's `<previous-summary>` (update prompt)."""
+    prep = prepared.prep
+    messages = prepared.history_messages
+    texts = await asyncio.to_thread(lambda: [serialize_conversation([m]) for m in messages])
+    counter = get_counter(calls.settings.model)
+    tokens = await asyncio.to_thread(lambda: [counter.count_text(t) for t in texts])
+    # The prompt around the conversation, in its update form (the larger one).
+    frame = calls.history_request("", "-", [], max_tokens, parallel)
+    fixed = await calls.count(frame.system_prompt + frame.prompt)
+    summary_tokens = await calls.count(prep.previous_summary or "")
+    try:
+        budget = chunk_budget(window, fixed, summary_tokens, max_tokens)
+    except ChunkingError as exc:
+        raise SummarizationError(f"Summarization failed: {exc}") from exc
+    chunks = await asyncio.to_thread(plan_chunks, texts, tokens, budget)
+    out = output_room(window, max_tokens)
+    running = prep.previous_summary
+    usage: dict[str, Any] | None = None
+    warnings = [
+        f"The history ({sum(tokens)} tokens) does not fit the summarizer's context window ({window} tokens): "
+        f"it was summarized in {len(chunks)} parts, oldest first"
+    ]
+    model_calls = 0
+    for number, chunk in enumerate(chunks, 1):
+        calls.tracker.note(f"Summarizing the history in {len(chunks)} parts: part {number}")
+        request = calls.history_request(chunk.text, running, messages[chunk.start : chunk.end], out, parallel)
+        generated = await calls.checked(request, calls.headings, "history summary")
+        running = generated.text
+        usage = usage_add(usage, generated.usage)
+        warnings += generated.warnings
+        model_calls += generated.model_calls
+    assert running is not None
+    return Generated(running, usage, warnings, attempts=len(chunks), model_calls=model_calls)
+
+
+async def _summarize_prefix(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
+    max_tokens = math.floor(TURN_PREFIX_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens)
+    request = SummaryRequest(
+        kind=SummaryKind.TURN_PREFIX,
+        system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
+        prompt=build_turn_prefix_prompt(prepared.prep.turn_prefix_text or ""),
+        max_tokens=max_tokens,
+        reasoning=calls.reasoning,
+        messages=prepared.prefix_messages,
+        parallel=parallel,
+    )
+    if calls.window:
+        prompt_tokens = await calls.count(request.system_prompt + request.prompt)
+        fit = fit_request(prompt_tokens, max_tokens, calls.window)
+        if not fit.fits:
+            raise SummarizationError(
+                f"Turn prefix summarization failed: the first part of the split turn ({prompt_tokens} tokens "
+                f"with its prompt) does not fit the summarizer's context window ({calls.window} tokens); "
+                "lower compaction.keepRecentTokens so the cut lands on a turn boundary, or use a larger model"
+            )
+        request = request.model_copy(update={"max_tokens": fit.max_tokens})
+    return await calls.checked(request, TURN_PREFIX_HEADINGS, "turn prefix summary", max_tokens)
+
+
 async def _generate(
     prepared: _Prepared,
     settings: Settings,
@@ -258,59 +421,43 @@ async def _generate(
     base_prompt: str | None,
     context_lines: list[str],
     on_progress: OnProgress | None,
-) -> tuple[str, dict[str, Any] | None, list[str]]:
+) -> tuple[str, dict[str, Any] | None, list[str], int]:
+    """Summary text, usage, warnings and the number of model calls."""
     prep = prepared.prep
-    reserve = settings.compaction.reserve_tokens
-    reasoning = prepared.thinking_level if prepared.thinking_level not in ("", "off") else None
     has_history = bool(prep.messages_to_summarize)
     split = prep.is_split_turn and bool(prep.turn_prefix_messages)
     count = len(prep.messages_to_summarize) + len(prep.turn_prefix_messages)
     tracker = ProgressTracker(on_progress, f"Summarizing {count} messages", join=_split_join(has_history))
+    calls = _Calls(
+        settings=settings,
+        summarizer=summarizer,
+        fallback=None if isinstance(summarizer, ExtractiveSummarizer) else ExtractiveSummarizer(),
+        tracker=tracker,
+        reasoning=prepared.thinking_level if prepared.thinking_level not in ("", "off") else None,
+        custom_instructions=custom_instructions,
+        base_prompt=base_prompt,
+        context_lines=context_lines,
+        window=getattr(summarizer, "context_window", None),
+    )
 
-    calls = []
+    jobs: list[Callable[[bool], Awaitable[Generated]]] = []
+    labels: list[str] = []
     if has_history:
-        request = SummaryRequest(
-            kind=SummaryKind.HISTORY,
-            system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-            prompt=build_history_prompt(
-                prep.conversation_text,
-                previous_summary=prep.previous_summary,
-                custom_instructions=custom_instructions,
-                additional_context=context_lines,
-                base_prompt=base_prompt,
-            ),
-            max_tokens=math.floor(HISTORY_BUDGET_FRACTION * reserve),
-            reasoning=reasoning,
-            messages=prepared.history_messages,
-            previous_summary=prep.previous_summary,
-            custom_instructions=custom_instructions,
-        )
-        # A hook-supplied prompt defines its own format: no heading check then.
-        headings = () if base_prompt is not None else SUMMARY_HEADINGS
-        calls.append(
-            generate_checked(summarizer, request, headings=headings, tracker=tracker, label="history summary")
-        )
+        jobs.append(lambda parallel: _summarize_history(calls, prepared, parallel))
+        labels.append("history summary")
     if split:
-        request = SummaryRequest(
-            kind=SummaryKind.TURN_PREFIX,
-            system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
-            prompt=build_turn_prefix_prompt(prep.turn_prefix_text or ""),
-            max_tokens=math.floor(TURN_PREFIX_BUDGET_FRACTION * reserve),
-            reasoning=reasoning,
-            messages=prepared.prefix_messages,
-        )
-        calls.append(
-            generate_checked(
-                summarizer,
-                request,
-                headings=TURN_PREFIX_HEADINGS,
-                tracker=tracker,
-                label="turn prefix summary",
-            )
+        jobs.append(lambda parallel: _summarize_prefix(calls, prepared, parallel))
+        labels.append("turn prefix summary")
+
+    def cut_off(index: int, err: Exception) -> None:
+        tracker.note(f"The server cut off the parallel {labels[index]}; running it again alone")
+        calls.warnings.append(
+            f"The server cut off the {labels[index]} while another call was running ({err}); it was run again "
+            "alone (set summarizer.maxConcurrency to 1 for a single-slot server)"
         )
 
     try:
-        results: list[Generated] = await run_together(*calls)
+        results = await run_limited(jobs, settings.summarizer.max_concurrency, on_sequential_retry=cut_off)
     except SummarizationError as exc:
         raise CompactionError.failed(str(exc)) from exc
     except Exception as exc:  # a bug or an unexpected library error: report, never crash the daemon
@@ -326,9 +473,9 @@ async def _generate(
         assert history is not None
         summary = history.text
     usage = usage_add(history.usage if history else None, prefix.usage if prefix else None)
-    warnings = [w for r in results for w in r.warnings]
+    warnings = calls.warnings + [w for r in results for w in r.warnings]
     tracker.done("Summary generated", summary)
-    return summary, usage, warnings
+    return summary, usage, warnings, sum(r.model_calls for r in results)
 
 
 # --- the operation ------------------------------------------------------------------------------
@@ -409,6 +556,7 @@ async def compact(
             usage: dict[str, Any] | None = fields.get("usage")
             preserve = fields.get("preserveData")
             from_hook = True
+            model_calls = 0
         else:
             compacting = await call_hook(
                 hooks,
@@ -422,7 +570,7 @@ async def compact(
                 },
             )
             base_prompt, context_lines, preserve = _compacting_answer(compacting)
-            text, usage, warnings = await _generate(
+            text, usage, warnings, model_calls = await _generate(
                 prepared, settings, summarizer, instructions, base_prompt, context_lines, on_progress
             )
             read_files, modified_files = prep.file_lists
@@ -454,6 +602,7 @@ async def compact(
         entry_id=entry_id,
         from_hook=from_hook,
         warnings=warnings,
+        model_calls=model_calls,
     )
     emit(on_progress, "Compaction written", summary, 100)
     await _notify_after(

@@ -36,6 +36,7 @@ from ..compaction.serialize import serialize_messages
 from ..session import EntryNotFoundError, Session, convert_to_llm
 from ..session.context import context_from_path
 from ..summarize.base import SummarizationError, Summarizer, SummaryKind, SummaryRequest
+from ..summarize.extractive import ExtractiveSummarizer
 from ._model import EngineModel
 from .busy import ensure_not_busy, mark_busy
 from .generation import generate_checked
@@ -269,7 +270,13 @@ async def _summarize_branch(
     tracker = ProgressTracker(on_progress, f"Summarizing the branch ({len(messages)} messages)")
     try:
         generated = await generate_checked(
-            summarizer, request, headings=headings, tracker=tracker, label="branch summary"
+            summarizer,
+            request,
+            headings=headings,
+            tracker=tracker,
+            label="branch summary",
+            fallback=None if isinstance(summarizer, ExtractiveSummarizer) else ExtractiveSummarizer(),
+            strict=settings.summarizer.strict_headings,
         )
     except SummarizationError:
         raise

@@ -57,9 +57,14 @@ class ProgressTracker:
         self._percentage = 0
 
     def stream(self, label: str, budget: int) -> Callable[[str], None]:
-        """Register one summary call; returns the `on_text` callback to hand to the summarizer."""
-        entry = _Stream(label, max(1, budget))
-        self._streams.append(entry)
+        """Register one summary call; returns the `on_text` callback to hand to the summarizer.
+        A label already registered is reused and starts over (a retry, the next chunk)."""
+        entry = next((s for s in self._streams if s.label == label), None)
+        if entry is None:
+            entry = _Stream(label, max(1, budget))
+            self._streams.append(entry)
+        else:
+            entry.text, entry.budget = "", max(1, budget)
 
         def on_text(delta: str) -> None:
             entry.text += delta

@@ -22,7 +22,12 @@ Summarizer selection (`summarizer.backend`, default "auto"):
 - "openai" / "remote" / "extractive" force a backend ("remote" still summarizes turn prefixes and
   branches locally).
 The model defaults to DEFAULT_MODEL. Context window: `summarizer.contextWindow`, else the built-in
-table by model-name prefix, else 128000. Reasoning: `summarizer.reasoning`, else guessed from the
+table by model-name prefix, else 128000; the engine checks every summarization prompt against it
+and summarizes a history that does not fit in chunks. `summarizer.maxConcurrency` (default 2)
+bounds the model calls of one compaction in flight at once (1 = the split-turn calls run one after
+the other, for single-slot servers). `summarizer.strictHeadings` (default false): a model reply
+still missing required headings after the reminder fails the compaction instead of being replaced
+by the embedded summarizer's summary. Reasoning: `summarizer.reasoning`, else guessed from the
 model name (o1/o3/o4/gpt-5 families). API keys are never stored here: only variable names are.
 """
 
@@ -169,6 +174,8 @@ class SummarizerSection(_Section):
     timeout_seconds: float = 120.0
     isolation_fields: bool = True
     candidates: tuple[CandidateSection, ...] = ()
+    max_concurrency: int = 2
+    strict_headings: bool = False
 
 
 class Settings(_Section):
@@ -446,6 +453,8 @@ def _validate(raw: Mapping[str, Any], sources: list[str], errors: list[str]) -> 
         reasoning_efforts=tuple(efforts) if efforts is not None else None,
         timeout_seconds=_seconds(s, "summarizer", "timeoutSeconds", 120.0),
         isolation_fields=_bool(s, "summarizer", "isolationFields", True),
+        max_concurrency=_int(s, "summarizer", "maxConcurrency", 2, minimum=1),
+        strict_headings=_bool(s, "summarizer", "strictHeadings", False),
         candidates=tuple(_candidate(x, f"summarizer.candidates[{i}]") for i, x in enumerate(cands)),
     )
     if backend == "remote" and not compaction.remote_endpoint:
@@ -510,6 +519,7 @@ def _openai(
     reasoning = own.reasoning
     if reasoning is None:
         reasoning = is_reasoning_model(model)
+    window = own.context_window or context_window_for_model(model)
     config = OpenAIChatConfig(
         model=model,
         base_url=(cand.base_url if cand else None) or s.base_url,
@@ -520,6 +530,7 @@ def _openai(
         timeout_seconds=(cand.timeout_seconds if cand else None) or s.timeout_seconds,
         isolation_fields=s.isolation_fields,
         retry=settings.retry_policy(),
+        context_window=window,
     )
     return OpenAIChatSummarizer(config, env)
 

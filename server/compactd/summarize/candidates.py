@@ -27,6 +27,12 @@ class CandidateSummarizer:
     def __repr__(self) -> str:
         return f"CandidateSummarizer({self.candidates!r})"
 
+    @property
+    def context_window(self) -> int | None:
+        """The smallest known window: a prompt that fits it fits every candidate."""
+        windows = [w for c in self.candidates if (w := getattr(c, "context_window", None))]
+        return min(windows) if windows else None
+
     async def summarize(self, request: SummaryRequest, on_text: OnText | None = None) -> SummaryResult:
         self.failures = []
         last: Exception | None = None

@@ -104,7 +104,7 @@ class RemoteSummarizer:
         summary = data.get("summary") if isinstance(data, dict) else None
         if not isinstance(summary, str):
             raise SummarizationError(MISSING_SUMMARY)
-        return SummaryResult(text=summary, usage=None)
+        return SummaryResult(text=summary, usage=None, model_called=True)
 
 
 class RemoteHistorySummarizer:
