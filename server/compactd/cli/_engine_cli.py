@@ -19,11 +19,12 @@ from ._common import CliError
 T = TypeVar("T")
 
 
-def settings_for(session: Session) -> Settings:
-    """Settings of the session's project folder when it exists here, else of the current folder."""
+def settings_for(session: Session, overrides: dict[str, Any] | None = None) -> Settings:
+    """Settings of the session's project folder when it exists here, else of the current folder;
+    `overrides` (from command-line flags) win over every file."""
     cwd = session.cwd if session.cwd and Path(session.cwd).is_dir() else os.getcwd()
     try:
-        settings = load_settings(cwd)
+        settings = load_settings(cwd, overrides or None)
     except SettingsError as exc:
         raise CliError(str(exc)) from exc
     for error in settings.errors:
@@ -76,12 +77,19 @@ def run_async(coro: Awaitable[T], progress: ProgressPrinter | None = None) -> T:
             progress.finish()
 
 
-def usage_line(usage: dict[str, Any] | None) -> str:
+def usage_line(usage: dict[str, Any] | None, model_calls: int) -> str:
+    """Token usage as printed by the commands; says "no model was called" only when none was."""
     if not usage:
-        return "none (no model was called)"
+        if model_calls == 0:
+            return "none (no model was called)"
+        calls = f"{model_calls} model call{'s' if model_calls != 1 else ''}"
+        return f"not reported by the summarizer ({calls})"
     cost = usage.get("cost") or {}
     total = cost.get("total") if isinstance(cost, dict) else None
     text = (
         f"input {usage.get('input', 0)}, output {usage.get('output', 0)}, cache read {usage.get('cacheRead', 0)}"
     )
-    return text + (f", cost ${total:.4f}" if isinstance(total, (int, float)) and total else "")
+    text += f", cost ${total:.4f}" if isinstance(total, (int, float)) and total else ""
+    if usage.get("estimated"):
+        text = "about " + text + " (estimated with tiktoken: the server reported no usage)"
+    return text

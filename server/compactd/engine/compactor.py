@@ -326,13 +326,13 @@ class _Calls:
 async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
     """The history summary: one request when it fits the summarizer's window, else in chunks.
     An overflow the server reports although the check passed (its tokenizer counts more) is
-    answered once by chunking for the window it names, or a smaller one."""
+    answered once by chunking for the window it names (a quarter less when that is the window we
+    already planned for); an overflow that names no window fails with the server's words."""
     prep = prepared.prep
     max_tokens = math.floor(HISTORY_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens)
     request = calls.history_request(
         prep.conversation_text, prep.previous_summary, prepared.history_messages, max_tokens, parallel
     )
-    prompt_tokens: int | None = None
     if calls.window:
         prompt_tokens = await calls.count(request.system_prompt + request.prompt)
         fit = fit_request(prompt_tokens, max_tokens, calls.window)
@@ -342,13 +342,22 @@ async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool)
     try:
         return await calls.checked(request, calls.headings, "history summary", max_tokens)
     except ContextOverflowError as err:
-        if prompt_tokens is None:
-            prompt_tokens = await calls.count(request.system_prompt + request.prompt)
-        sizes = [w for w in (err.context_window, calls.window and math.floor(calls.window * 0.75)) if w]
-        window = min(sizes) if sizes else max(1, prompt_tokens // 2)
-        calls.warnings.append(f"The summarizer's server reported a context overflow ({err}); retried in chunks "
-                              f"sized for a {window}-token window")
-        return await _summarize_in_chunks(calls, prepared, window, max_tokens, parallel)
+        window = err.context_window
+        if window is None:  # e.g. llama.cpp's older text names no size: nothing to plan with
+            raise SummarizationError(
+                f"{err} (set summarizer.contextWindow to the server's context size, e.g. llama.cpp's --ctx-size, "
+                "and compactd will summarize the history in chunks that fit)"
+            ) from err
+        if calls.window and window >= calls.window:  # the server's tokenizer counts more than ours
+            window = math.floor(calls.window * 0.75)
+        calls.warnings.append(
+            f"The summarizer's server reported a context overflow ({err}); the history was summarized again "
+            f"in chunks sized for a {window}-token window"
+        )
+        try:
+            return await _summarize_in_chunks(calls, prepared, window, max_tokens, parallel)
+        except SummarizationError as again:
+            raise SummarizationError(f"{again} (after the server reported: {err})") from again
 
 
 async def _summarize_in_chunks(
