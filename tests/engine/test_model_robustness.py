@@ -190,3 +190,18 @@ async def test_usage_is_estimated_and_marked_when_the_server_reports_none(tmp_pa
     assert usage["estimated"] is True and usage == res.usage
     assert usage["input"] > sum(fake.prompt_tokens)  # the prompts plus chat framing
     assert usage["output"] > 50 and res.model_calls == len(fake.requests)
+
+
+# --- the server's words in the progress ------------------------------------------------------------
+
+
+async def test_a_retried_failure_shows_the_servers_error_text_in_the_progress(tmp_path: Path) -> None:
+    updates: list[str] = []
+    with FakeOpenAI() as fake:
+        fake.queue(Reply.error(503, "Loading model: the slot is not available yet", type="unavailable_error"))
+        fake.script(lambda r: by_kind(r) if len(fake.requests) > 1 else None)
+        session = long_session(tmp_path, turns=5, words=60)
+        st = settings(tmp_path, fake, compaction={"keepRecentTokens": 400}, summarizer={"maxConcurrency": 1})
+        await compact(session, st, build_summarizer(st, env={}), on_progress=lambda u: updates.append(u.message))
+    notes = [m for m in updates if "Loading model: the slot is not available yet" in m]
+    assert notes and "retrying in" in notes[0] and "(attempt 2)" in notes[0]

@@ -58,7 +58,7 @@ FAULTS: dict[str, tuple[Callable[[], Reply], str, str]] = {
                         f"timed out after {TIMEOUT_S:g}s"),
     "drop_mid_stream": (lambda: Reply.stream(GOOD_SUMMARY, drop_after_chunks=2), "transient", "failed"),
     "no_finish_reason": (lambda: Reply.stream(GOOD_SUMMARY, finish_reason=None, send_done=False), "transient",
-                         "ended early"),
+                         "ended before the answer was complete"),
     "malformed_sse": (lambda: Reply.stream(GOOD_SUMMARY, malformed_after_chunks=1), "permanent",
                       "malformed streaming data"),
     "invalid_json_error_body": (lambda: Reply(status=500, body="<html>upstream exploded</html>"), "transient",
@@ -238,8 +238,13 @@ async def test_persistent_fault_fails_clearly_and_leaves_the_file_unchanged(
     if fault in ("length_stop", "tool_call_reply", "empty_reply", "whitespace_reply"):
         assert isinstance(cause, RejectedResponseError), message
     if fault != REFUSED:
-        # Parallel split-turn calls: the sibling of the first failure may be cut short.
+        # Parallel split-turn calls: the sibling of the first failure may be cut short. A stream cut
+        # off in a parallel call is not retried there but run again alone (with its retries): 1 + 2.
         attempts = {2} if kind == "transient" else {1}
+        if fault in ("overflow_openai", "overflow_vllm"):
+            attempts = {1, 2}  # the error names the window: the history is tried once more in chunks
+        if fault == "no_finish_reason" and len(attempts_per_kind(fake)) == 2:
+            attempts = {3}
         assert max(attempts_per_kind(fake)) in attempts, attempts_per_kind(fake)
     assert "sk-fault-test" not in message
     assert path.read_bytes() == before

@@ -25,6 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -158,11 +159,28 @@ def _message_texts(message: Mapping[str, Any]) -> tuple[list[str], int]:
     return texts, images
 
 
+_LOAD_LOCK = threading.Lock()
+
+
 @lru_cache(maxsize=4)
 def _load(encoding: str) -> Any:
     import tiktoken
 
-    return tiktoken.get_encoding(encoding)
+    if encoding != _CL100K_OFFLINE:
+        return tiktoken.get_encoding(encoding)
+    # The bundled file is already local; tiktoken would still copy it into its download cache
+    # (<tmp>/data-gym-cache), a file the daemon has no reason to write. An empty
+    # TIKTOKEN_CACHE_DIR turns that copy off; it is set only for this one load (once a process).
+    with _LOAD_LOCK:
+        saved = os.environ.get("TIKTOKEN_CACHE_DIR")
+        os.environ["TIKTOKEN_CACHE_DIR"] = ""
+        try:
+            return tiktoken.get_encoding(encoding)
+        finally:
+            if saved is None:
+                os.environ.pop("TIKTOKEN_CACHE_DIR", None)
+            else:
+                os.environ["TIKTOKEN_CACHE_DIR"] = saved
 
 
 def get_counter(model: str | None) -> TokenCounter:

@@ -344,7 +344,7 @@ async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool)
     except ContextOverflowError as err:
         window = err.context_window
         if window is None:  # e.g. llama.cpp's older text names no size: nothing to plan with
-            raise SummarizationError(
+            raise ContextOverflowError(
                 f"{err} (set summarizer.contextWindow to the server's context size, e.g. llama.cpp's --ctx-size, "
                 "and compactd will summarize the history in chunks that fit)"
             ) from err
@@ -356,8 +356,8 @@ async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool)
         )
         try:
             return await _summarize_in_chunks(calls, prepared, window, max_tokens, parallel)
-        except SummarizationError as again:
-            raise SummarizationError(f"{again} (after the server reported: {err})") from again
+        except ContextOverflowError as again:
+            raise ContextOverflowError(f"{again} (after the server reported: {err})", again.context_window) from again
 
 
 async def _summarize_in_chunks(

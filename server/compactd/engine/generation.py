@@ -21,7 +21,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from ..summarize.base import StreamCutOffError, SummarizationError, Summarizer, SummaryRequest, usage_add
+from ..summarize.base import (
+    StreamCutOffError,
+    SummarizationError,
+    Summarizer,
+    SummaryRequest,
+    retry_notice,
+    usage_add,
+)
 from .progress import ProgressTracker
 
 __all__ = ["Generated", "generate_checked", "missing_headings", "reminder_text", "run_limited", "run_together"]
@@ -67,6 +74,30 @@ async def generate_checked(
 ) -> Generated:
     """One summary with the D-23 check (`headings` empty = no check). `fallback` writes the
     summary when the model's answers both lack headings (None: keep the more complete answer)."""
+    if tracker is None:
+        return await _generate_checked(summarizer, request, headings, None, label, budget, fallback, strict)
+
+    def notice(message: str) -> None:  # the server's error text of a retried attempt, in the progress
+        tracker.reset(label)
+        tracker.note(message)
+
+    token = retry_notice.set(notice)
+    try:
+        return await _generate_checked(summarizer, request, headings, tracker, label, budget, fallback, strict)
+    finally:
+        retry_notice.reset(token)
+
+
+async def _generate_checked(
+    summarizer: Summarizer,
+    request: SummaryRequest,
+    headings: Sequence[str],
+    tracker: ProgressTracker | None,
+    label: str,
+    budget: int | None,
+    fallback: Summarizer | None,
+    strict: bool,
+) -> Generated:
     on_text = tracker.stream(label, budget or request.max_tokens) if tracker is not None else None
     result = await summarizer.summarize(request, on_text)
     calls = int(result.model_called)

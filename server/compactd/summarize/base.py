@@ -11,6 +11,7 @@ Cancellation is plain asyncio task cancellation: `CancelledError` propagates out
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from enum import Enum
 from typing import Any, Protocol, runtime_checkable
 from collections.abc import Callable
@@ -34,6 +35,7 @@ __all__ = [
     "empty_text_message",
     "empty_usage",
     "usage_add",
+    "retry_notice",
 ]
 
 
@@ -70,6 +72,10 @@ class SummaryResult(BaseModel):
 
 
 OnText = Callable[[str], None]
+
+# Where a backend reports a failed attempt it is about to retry (the server's own error text), so
+# the caller's progress shows it; set by the engine around a call, None = nobody listens.
+retry_notice: ContextVar[Callable[[str], None] | None] = ContextVar("compactd_retry_notice", default=None)
 """Receives each streamed text delta. If an attempt fails and is retried, the deltas of the
 new attempt follow; the final `SummaryResult.text` is authoritative."""
 

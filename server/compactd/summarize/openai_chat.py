@@ -77,6 +77,7 @@ from .base import (
     TransientError,
     empty_text_message,
     kind_label,
+    retry_notice,
     token_cap_message,
     tool_call_message,
 )
@@ -216,9 +217,16 @@ class OpenAIChatSummarizer:
 
     async def summarize(self, request: SummaryRequest, on_text: OnText | None = None) -> SummaryResult:
         key = self._api_key()
+        notice = retry_notice.get()
+
+        def on_retry(attempt: int, delay_ms: float, err: TransientError) -> None:
+            if notice is not None:
+                notice(f"{err.message}; retrying in {delay_ms / 1000:g}s (attempt {attempt + 1})")
+
         return await run_with_retries(
             lambda: self._attempt(request, on_text, key),
             self.config.retry,
+            on_retry=on_retry,
             # A parallel call cut off by the server is the engine's to retry, one call at a time.
             retry_if=lambda err: not (request.parallel and isinstance(err, StreamCutOffError)),
         )
