@@ -205,3 +205,27 @@ async def test_a_retried_failure_shows_the_servers_error_text_in_the_progress(tm
         await compact(session, st, build_summarizer(st, env={}), on_progress=lambda u: updates.append(u.message))
     notes = [m for m in updates if "Loading model: the slot is not available yet" in m]
     assert notes and "retrying in" in notes[0] and "(attempt 2)" in notes[0]
+
+
+async def test_turn_prefix_too_large_for_the_window_is_summarized_with_the_history(tmp_path: Path) -> None:
+    counter: list[int] = []
+    session = new_session(tmp_path)
+    add(session, user("Request 1: " + varied(1, 40)), assistant("Done with request 1."))
+    add(session, user("Refactor the whole parser please."))
+    for k in range(10):
+        add(
+            session,
+            assistant(f"step {k}", calls=[call(f"s{k}", "read", path=f"src/p{k}.py")]),
+            result(f"s{k}", "read", varied(k + 300, 150)),
+        )
+    add(session, assistant("All steps done."))
+    with FakeOpenAI(context_window=4096) as fake:
+        fake.script(lambda r: numbered_summary(r, counter))
+        st = small_settings(tmp_path, fake)
+        res = await compact(session, st, build_summarizer(st, env={}))
+    assert {kind_of(r) for r in fake.requests} == {"history"} and fake.overflows == 0
+    prompts = "".join(prompt_of(r) for r in fake.requests)
+    assert "[User]: Request 1:" in prompts and "[User]: Refactor the whole parser please." in prompts
+    assert any("summarized together with the history" in w for w in res.warnings)
+    assert "Turn Context (split turn)" not in res.summary
+    assert res.summary.startswith(f"## Goal\nSummary number {len(fake.requests)}.")

@@ -323,21 +323,25 @@ class _Calls:
         )
 
 
-async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
+async def _summarize_history(
+    calls: _Calls, prepared: _Prepared, parallel: bool, with_prefix: bool = False
+) -> Generated:
     """The history summary: one request when it fits the summarizer's window, else in chunks.
     An overflow the server reports although the check passed (its tokenizer counts more) is
     answered once by chunking for the window it names (a quarter less when that is the window we
     already planned for); an overflow that names no window fails with the server's words."""
     prep = prepared.prep
     max_tokens = math.floor(HISTORY_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens)
-    request = calls.history_request(
-        prep.conversation_text, prep.previous_summary, prepared.history_messages, max_tokens, parallel
-    )
+    messages = prepared.history_messages + (prepared.prefix_messages if with_prefix else [])
+    if with_prefix:  # the split turn's first part is summarized as history (it did not fit alone)
+        assert calls.window
+        return await _summarize_in_chunks(calls, messages, prep.previous_summary, calls.window, max_tokens, parallel)
+    request = calls.history_request(prep.conversation_text, prep.previous_summary, messages, max_tokens, parallel)
     if calls.window:
         prompt_tokens = await calls.count(request.system_prompt + request.prompt)
         fit = fit_request(prompt_tokens, max_tokens, calls.window)
         if not fit.fits:
-            return await _summarize_in_chunks(calls, prepared, calls.window, max_tokens, parallel)
+            return await _summarize_in_chunks(calls, messages, prep.previous_summary, calls.window, max_tokens, parallel)
         request = request.model_copy(update={"max_tokens": fit.max_tokens})
     try:
         return await calls.checked(request, calls.headings, "history summary", max_tokens)
@@ -355,31 +359,34 @@ async def _summarize_history(calls: _Calls, prepared: _Prepared, parallel: bool)
             f"in chunks sized for a {window}-token window"
         )
         try:
-            return await _summarize_in_chunks(calls, prepared, window, max_tokens, parallel)
+            return await _summarize_in_chunks(calls, messages, prep.previous_summary, window, max_tokens, parallel)
         except ContextOverflowError as again:
             raise ContextOverflowError(f"{again} (after the server reported: {err})", again.context_window) from again
 
 
 async def _summarize_in_chunks(
-    calls: _Calls, prepared: _Prepared, window: int, max_tokens: int, parallel: bool
+    calls: _Calls,
+    messages: list[dict[str, Any]],
+    previous_summary: str | None,
+    window: int,
+    max_tokens: int,
+    parallel: bool,
 ) -> Generated:
     """Oldest chunk first; each answer becomes the next chunk's `<previous-summary>` (update prompt)."""
-    prep = prepared.prep
-    messages = prepared.history_messages
     texts = await asyncio.to_thread(lambda: [serialize_conversation([m]) for m in messages])
     counter = get_counter(calls.settings.model)
     tokens = await asyncio.to_thread(lambda: [counter.count_text(t) for t in texts])
     # The prompt around the conversation, in its update form (the larger one).
     frame = calls.history_request("", "-", [], max_tokens, parallel)
     fixed = await calls.count(frame.system_prompt + frame.prompt)
-    summary_tokens = await calls.count(prep.previous_summary or "")
+    summary_tokens = await calls.count(previous_summary or "")
     try:
         budget = chunk_budget(window, fixed, summary_tokens, max_tokens)
     except ChunkingError as exc:
         raise SummarizationError(f"Summarization failed: {exc}") from exc
     chunks = await asyncio.to_thread(plan_chunks, texts, tokens, budget)
     out = output_room(window, max_tokens)
-    running = prep.previous_summary
+    running = previous_summary
     usage: dict[str, Any] | None = None
     warnings = [
         f"The history ({sum(tokens)} tokens) does not fit the summarizer's context window ({window} tokens): "
@@ -398,27 +405,31 @@ async def _summarize_in_chunks(
     return Generated(running, usage, warnings, attempts=len(chunks), model_calls=model_calls)
 
 
-async def _summarize_prefix(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
-    max_tokens = math.floor(TURN_PREFIX_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens)
-    request = SummaryRequest(
+def _prefix_request(calls: _Calls, prepared: _Prepared, parallel: bool) -> SummaryRequest:
+    return SummaryRequest(
         kind=SummaryKind.TURN_PREFIX,
         system_prompt=SUMMARIZATION_SYSTEM_PROMPT,
         prompt=build_turn_prefix_prompt(prepared.prep.turn_prefix_text or ""),
-        max_tokens=max_tokens,
+        max_tokens=math.floor(TURN_PREFIX_BUDGET_FRACTION * calls.settings.compaction.reserve_tokens),
         reasoning=calls.reasoning,
         messages=prepared.prefix_messages,
         parallel=parallel,
     )
-    if calls.window:
+
+
+async def _prefix_fits(calls: _Calls, prepared: _Prepared) -> bool:
+    assert calls.window
+    request = _prefix_request(calls, prepared, False)
+    prompt_tokens = await calls.count(request.system_prompt + request.prompt)
+    return fit_request(prompt_tokens, request.max_tokens, calls.window).fits
+
+
+async def _summarize_prefix(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
+    request = _prefix_request(calls, prepared, parallel)
+    max_tokens = request.max_tokens
+    if calls.window:  # it fits (checked before, see _generate): only the output budget is capped
         prompt_tokens = await calls.count(request.system_prompt + request.prompt)
-        fit = fit_request(prompt_tokens, max_tokens, calls.window)
-        if not fit.fits:
-            raise SummarizationError(
-                f"Turn prefix summarization failed: the first part of the split turn ({prompt_tokens} tokens "
-                f"with its prompt) does not fit the summarizer's context window ({calls.window} tokens); "
-                "lower compaction.keepRecentTokens so the cut lands on a turn boundary, or use a larger model"
-            )
-        request = request.model_copy(update={"max_tokens": fit.max_tokens})
+        request = request.model_copy(update={"max_tokens": fit_request(prompt_tokens, max_tokens, calls.window).max_tokens})
     return await calls.checked(request, TURN_PREFIX_HEADINGS, "turn prefix summary", max_tokens)
 
 
@@ -449,10 +460,20 @@ async def _generate(
         window=getattr(summarizer, "context_window", None),
     )
 
+    if split and calls.window and not await _prefix_fits(calls, prepared):
+        # Too large alone: the first part of the turn is summarized with the history, in chunks.
+        calls.warnings.append(
+            f"The first part of the split turn does not fit the summarizer's context window ({calls.window} tokens); "
+            "it was summarized together with the history"
+        )
+        split, has_history, fold_prefix = False, True, True
+    else:
+        fold_prefix = False
+
     jobs: list[Callable[[bool], Awaitable[Generated]]] = []
     labels: list[str] = []
     if has_history:
-        jobs.append(lambda parallel: _summarize_history(calls, prepared, parallel))
+        jobs.append(lambda parallel: _summarize_history(calls, prepared, parallel, with_prefix=fold_prefix))
         labels.append("history summary")
     if split:
         jobs.append(lambda parallel: _summarize_prefix(calls, prepared, parallel))
