@@ -199,6 +199,8 @@ def test_retry_provider_max_delay_is_read(dirs) -> None:
         ),
         ({"summarizer": {"timeoutSeconds": 0}}, "summarizer.timeoutSeconds must be a number > 0"),
         ({"summarizer": {"contextWindow": 0}}, "summarizer.contextWindow must be an integer >= 1"),
+        ({"summarizer": {"maxConcurrency": 0}}, "summarizer.maxConcurrency must be an integer >= 1"),
+        ({"summarizer": {"strictHeadings": "yes"}}, "summarizer.strictHeadings must be true or false"),
         (
             {"summarizer": {"candidates": [{"baseUrl": "http://x"}]}},
             "summarizer.candidates[0].model is required",
@@ -352,6 +354,26 @@ def test_explicit_openai_backend_and_settings_values(dirs) -> None:
         False,
     )
     assert cfg.retry == s.retry_policy()
+
+
+def test_robustness_settings_defaults_and_the_window_given_to_the_summarizer(dirs) -> None:
+    s = load(dirs)
+    assert (s.summarizer.max_concurrency, s.summarizer.strict_headings) == (2, False)
+    assert s.to_dict()["summarizer"]["maxConcurrency"] == 2
+    small = load(dirs, overrides={
+        "compaction": {"reserveTokens": 2000}, "branchSummary": {"reserveTokens": 1000},
+        "summarizer": {"backend": "openai", "model": "qwen2.5-0.5b", "contextWindow": 4096, "maxConcurrency": 1,
+                       "strictHeadings": True},
+    })
+    assert (small.summarizer.max_concurrency, small.summarizer.strict_headings) == (1, True)
+    summarizer = build_summarizer(small, {})
+    assert isinstance(summarizer, OpenAIChatSummarizer) and summarizer.context_window == 4096
+    # without contextWindow the known-model table decides
+    table = build_summarizer(load(dirs, overrides={"summarizer": {"backend": "openai", "model": "qwen2.5"}}), {})
+    assert isinstance(table, OpenAIChatSummarizer) and table.context_window == 32768
+    cands = build_summarizer(load(dirs, overrides={"summarizer": {"candidates": [
+        {"model": "a", "contextWindow": 9000}, {"model": "gpt-4o"}]}}), {})
+    assert isinstance(cands, CandidateSummarizer) and cands.context_window == 9000  # the smallest
 
 
 def test_remote_endpoint_serves_history_only(dirs) -> None:
