@@ -54,3 +54,47 @@ def test_non_streamed_chat_completion_for_the_sync_sdk() -> None:
         assert completion.choices[0].finish_reason == "stop"
         assert completion.usage.prompt_tokens == 1200
         client.close()
+
+
+# -- emulated server quirks, checked on the wire -----------------------------------------------------
+CHAT = {"model": "m", "stream": True, "stream_options": {"include_usage": True},
+        "messages": [{"role": "user", "content": " ".join(["word"] * 300)}]}
+
+
+def events(raw: bytes) -> list[str]:
+    return [block for block in raw.decode().split("\n\n") if block.strip()]
+
+
+def test_wire_llama_cpp_legacy_overflow_is_an_error_field_then_done() -> None:
+    with FakeOpenAI(context_window=100, overflow_style="llama.cpp-legacy") as fake:
+        status, raw = post(fake.url + "/chat/completions", CHAT)
+    blocks = events(raw)
+    assert status == 200 and blocks[-1] == "data: [DONE]"
+    assert blocks[-2].startswith("error: ")  # llama-server's non-standard SSE field, not `data:`
+    error = json.loads(blocks[-2][len("error: "):])
+    assert error["code"] == 400 and "exceeds the available context size" in error["message"]
+    assert fake.overflows == 1 and fake.prompt_tokens == [300]
+
+
+def test_wire_llama_cpp_and_vllm_legacy_overflow_shapes() -> None:
+    with FakeOpenAI(context_window=100, overflow_style="llama.cpp") as fake:
+        _, raw = post(fake.url + "/chat/completions", CHAT)
+    error = json.loads(events(raw)[-2][len("data: "):])["error"]
+    assert error["type"] == "exceed_context_size_error" and (error["n_prompt_tokens"], error["n_ctx"]) == (300, 100)
+    with FakeOpenAI(context_window=100, overflow_style="vllm-legacy") as fake:
+        _, raw = post(fake.url + "/chat/completions", {**CHAT, "max_tokens": 50})
+    error = json.loads(events(raw)[-2][len("data: "):])
+    assert error["object"] == "error" and "maximum context length is 100 tokens" in error["message"]
+    assert "350 tokens (300 in the messages, 50 in the completion)" in error["message"]
+    with FakeOpenAI(context_window=100, overflow_style="http") as fake:
+        status, raw = post(fake.url + "/chat/completions", CHAT)
+    assert status == 400 and "available context size (100 tokens)" in json.loads(raw)["error"]["message"]
+
+
+def test_wire_server_that_ignores_include_usage_sends_no_usage_chunk() -> None:
+    with FakeOpenAI(report_usage=False) as fake:
+        _, raw = post(fake.url + "/chat/completions", CHAT)
+    assert b'"usage"' not in raw and events(raw)[-1] == "data: [DONE]"
+    with FakeOpenAI() as fake:
+        _, raw = post(fake.url + "/chat/completions", CHAT)
+    assert b'"usage"' in raw

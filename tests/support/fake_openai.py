@@ -429,7 +429,7 @@ class FakeOpenAI:
             if not await out.event(chunk({"tool_calls": calls})):
                 return False
         if reply.stream_error is not None:
-            if not await out.event({"error": reply.stream_error}):
+            if not await out.stream_error(reply.stream_error, reply.stream_error_format):
                 return False
         if reply.finish_reason is not None:
             if not await out.event(chunk({}, reply.finish_reason)):
