@@ -30,6 +30,7 @@ __all__ = [
     "fit_request",
     "output_room",
     "plan_chunks",
+    "usable_window",
 ]
 
 TOKENIZER_MARGIN = 0.1  # share of the window left for the server tokenizer counting differently

@@ -33,7 +33,15 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from ..compaction.chunking import ChunkingError, chunk_budget, fit_request, output_room, plan_chunks
+from ..compaction.chunking import (
+    ChunkingError,
+    WindowFit,
+    chunk_budget,
+    fit_request,
+    output_room,
+    plan_chunks,
+    usable_window,
+)
 from ..compaction.exact_tokens import get_counter
 from ..compaction.prepare import CompactionPreparation, NoCompactionReason, messages_of, prepare_compaction
 from ..compaction.prompts import (
@@ -287,6 +295,15 @@ class _Calls:
         counter = get_counter(self.settings.model)
         return await asyncio.to_thread(counter.count_text, text)
 
+    async def fit(self, request: SummaryRequest) -> WindowFit:
+        """`request` against the window (which must be known). A prompt whose UTF-8 size (an upper
+        bound of its token count) leaves the whole output budget free needs no counting."""
+        assert self.window
+        text = request.system_prompt + request.prompt
+        if usable_window(self.window) - len(text.encode("utf-8")) >= request.max_tokens:
+            return WindowFit(True, request.max_tokens)
+        return fit_request(await self.count(text), request.max_tokens, self.window)
+
     def history_request(
         self, conversation: str, previous: str | None, messages: list[dict[str, Any]], max_tokens: int, parallel: bool
     ) -> SummaryRequest:
@@ -338,8 +355,7 @@ async def _summarize_history(
         return await _summarize_in_chunks(calls, messages, prep.previous_summary, calls.window, max_tokens, parallel)
     request = calls.history_request(prep.conversation_text, prep.previous_summary, messages, max_tokens, parallel)
     if calls.window:
-        prompt_tokens = await calls.count(request.system_prompt + request.prompt)
-        fit = fit_request(prompt_tokens, max_tokens, calls.window)
+        fit = await calls.fit(request)
         if not fit.fits:
             return await _summarize_in_chunks(calls, messages, prep.previous_summary, calls.window, max_tokens, parallel)
         request = request.model_copy(update={"max_tokens": fit.max_tokens})
@@ -401,7 +417,8 @@ async def _summarize_in_chunks(
         usage = usage_add(usage, generated.usage)
         warnings += generated.warnings
         model_calls += generated.model_calls
-    assert running is not None
+    if running is None:  # no message had text to show
+        raise SummarizationError("Summarization failed: the history has no text to summarize")
     return Generated(running, usage, warnings, attempts=len(chunks), model_calls=model_calls)
 
 
@@ -418,18 +435,14 @@ def _prefix_request(calls: _Calls, prepared: _Prepared, parallel: bool) -> Summa
 
 
 async def _prefix_fits(calls: _Calls, prepared: _Prepared) -> bool:
-    assert calls.window
-    request = _prefix_request(calls, prepared, False)
-    prompt_tokens = await calls.count(request.system_prompt + request.prompt)
-    return fit_request(prompt_tokens, request.max_tokens, calls.window).fits
+    return (await calls.fit(_prefix_request(calls, prepared, False))).fits
 
 
 async def _summarize_prefix(calls: _Calls, prepared: _Prepared, parallel: bool) -> Generated:
     request = _prefix_request(calls, prepared, parallel)
     max_tokens = request.max_tokens
     if calls.window:  # it fits (checked before, see _generate): only the output budget is capped
-        prompt_tokens = await calls.count(request.system_prompt + request.prompt)
-        request = request.model_copy(update={"max_tokens": fit_request(prompt_tokens, max_tokens, calls.window).max_tokens})
+        request = request.model_copy(update={"max_tokens": (await calls.fit(request)).max_tokens})
     return await calls.checked(request, TURN_PREFIX_HEADINGS, "turn prefix summary", max_tokens)
 
 
