@@ -388,3 +388,26 @@ async def test_nested_branch_summary_file_lists_are_inherited(tmp_path: Path, fa
         "readFiles": ["old/read.py"],
         "modifiedFiles": ["old/mod.py"],
     }
+
+
+async def test_branch_summary_without_headings_after_a_reminder_uses_the_embedded_summary(
+    tmp_path: Path, fake: FakeOpenAI
+) -> None:
+    session, ids = tree(tmp_path)
+    st = settings(tmp_path, fake)
+    fake.queue(Reply.stream("Babble without structure."), Reply.stream("More babble."))
+    res = await navigate(session, ids["u2"], st, build_summarizer(st, env={}), summarize=True)
+    entry = session.by_id[res.summary_entry_id]
+    assert len(fake.requests) == 2
+    assert "babble" not in entry["summary"].lower()
+    assert "## Goal" in entry["summary"] and "finished the second task" in entry["summary"]
+    assert len(res.warnings) == 1 and "written instead" in res.warnings[0]
+    assert entry["usage"]["output"] == 600  # both model answers were paid for
+
+    strict = settings(tmp_path, fake, summarizer={"strictHeadings": True})
+    session.branch(ids["a3"])
+    count = len(session.entries)
+    fake.queue(Reply.stream("Babble."), Reply.stream("Babble again."))
+    with pytest.raises(SummarizationError) as info:
+        await navigate(session, ids["u2"], strict, build_summarizer(strict, env={}), summarize=True)
+    assert "strictHeadings" in str(info.value) and len(session.entries) == count
