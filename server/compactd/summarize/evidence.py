@@ -27,7 +27,7 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CONSTRAINT_RE", "Evidence", "collect", "clip", "first_line", "error_line", "looks_failed", "sentences", "text_of"]
+__all__ = ["CONSTRAINT_RE", "TYPED_ERROR_RE", "Evidence", "collect", "clip", "first_line", "error_line", "looks_failed", "sentences", "text_of"]
 
 MAX_ITEM = 400
 MAX_QUOTE = 500
@@ -48,11 +48,19 @@ def text_of(content: Any) -> str:
     return ""
 
 
+_CODE_LINE = re.compile(r"^(?://|/\*|\*|#!|[{}()\]\[;]|this\.|const |let |import |export |return |def |class )|[;{]\s*$")
+
+
 def sentences(text: str) -> list[str]:
+    """Prose sentences of a text: fenced blocks and lines that look like code are skipped."""
     out = []
+    fenced = False
     for line in text.splitlines():
         line = line.strip()
-        if not line or line.startswith("```"):
+        if line.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or not line or _CODE_LINE.search(line):
             continue
         out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])", line) if s.strip())
     return out
@@ -65,9 +73,10 @@ def first_line(text: str) -> str:
     return ""
 
 
-_TYPED_ERROR = re.compile(
-    r"(?:^|\s)(?:[A-Z]\w*(?:Error|Exception)|error(?:\[\w+\])?|error TS\d+|fatal|FAIL(?:ED)?|panic)\b\s*:"
-    r"|npm ERR!|command not found|No such file or directory",
+TYPED_ERROR_RE = _TYPED_ERROR = re.compile(
+    r"(?:^|\s)(?:(?:[A-Z]\w*)?(?:Error|Exception)|error(?:\[\w+\])?|error TS\d+|fatal|FAIL(?:ED)?|panic)\b\s*:"
+    r"|npm ERR!|command not found|No such file or directory"
+    r"|^\S+\.\w+:\d+(?::\d+)?:\s",  # path:line: diagnostics of compilers and linters
 )
 _GENERIC_ERROR = re.compile(
     r"error|exception|failed|failure|fatal|not found|denied|cannot|can't|invalid|undefined|refused|"
@@ -119,8 +128,9 @@ _READ_ONLY_TOOLS = {
 _READ_ONLY_COMMANDS = {
     "grep", "rg", "ag", "ls", "cat", "head", "tail", "find", "fd", "wc", "echo", "pwd", "which", "tree", "stat",
     "file", "less", "more", "du", "df", "env", "printenv", "type", "sed", "awk", "jq", "diff", "nl", "sort",
-    "uniq", "cut", "open", "code", "sleep", "true", "date", "gh",
+    "uniq", "cut", "open", "code", "sleep", "true", "date",
 }
+_READ_ONLY_GH = {"view", "list", "status", "diff", "checks"}
 _READ_ONLY_GIT = {"status", "log", "diff", "show", "branch", "blame", "grep", "ls-files", "rev-parse", "fetch"}
 _CHECK = re.compile(
     r"^(?:npm (?:run )?(?:check|test|lint|build|typecheck)|pnpm (?:run )?\w+|yarn (?:run )?\w+|npx (?:tsc|tsgo|vitest|jest|"
@@ -150,6 +160,8 @@ def is_read_only_command(command: str) -> bool:
     for seg in _segments(command):
         w = seg.split()
         if w[0] == "git" and len(w) > 1 and w[1] in _READ_ONLY_GIT:
+            continue
+        if w[0] == "gh" and len(w) > 2 and w[2] in _READ_ONLY_GH:
             continue
         if w[0] == "sed" and "-i" in w:
             return False
@@ -228,20 +240,21 @@ _ACK = re.compile(
 _CORRECTION = re.compile(
     r"^(?:no\b|nope\b|nah\b|wait\b|actually\b|hm+\b|scratch that|stop\b|undo\b|revert\b|not what i|that's (?:wrong|not)|"
     r"wrong\b|you (?:fucked|broke|messed))"
-    r"|doesn't look right|that's horrible|not what i (?:wanted|asked)|don't do that|i undid|slight steering|"
-    r"why would we|that's not it",
+    r"|doesn't look right|that's horrible|not what i (?:wanted|asked)|don't do that|i undid|"
+    r"why would we|that's not it|how can you say|why do you|why did you|you haven't|you didn't",
     re.IGNORECASE,
 )
 _DIRECTION = re.compile(
     r"\b(?:can't we|couldn't we|shouldn't we|why not|why don't we|wouldn't it|i would think|i think we should|"
-    r"how about|what about|why are we using|i would assume|i'd rather)\b",
+    r"how about|what about|why are we using|i would assume|i'd rather|slight steering)\b",
     re.IGNORECASE,
 )
 _ACTION = re.compile(
     r"\b(?:add|fix|implement|create|write|wrie|make|remove|delete|rename|move|update|refactor|read|review|check|run|"
     r"commit|push|open|change|use|port|investigate|look|explain|tell|build|test|document|clean|split|copy|revert|"
     r"set|tackle|support|handle|release|merge|deduplicate|reorganize|migrate|install|profile|speed|tone|adjust|"
-    r"modify|replace|extract|convert|analy[sz]e|plan|propose|suggest|show|print|output|close|comment|publish|do)\b",
+    r"modify|replace|extract|convert|analy[sz]e|plan|propose|suggest|show|print|output|close|comment|publish|do|"
+    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
     re.IGNORECASE,
 )
 _REQUEST_QUESTION = re.compile(r"^(?:\W*(?:ok|alright|so|and|also)\W+)?(?:can|could|would|will) (?:you|we)\b", re.I)
@@ -295,11 +308,25 @@ def _clean_user_text(text: str) -> tuple[str, list[str]]:
     return "\n".join(kept).strip(), errors
 
 
+_IMPERATIVE = re.compile(r"^(?:\W*(?:ok|okay|alright|so|now|then|please|also)\W+)*" + _ACTION.pattern, re.IGNORECASE)
+_CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
+
+
+def _rule_like(sentence: str) -> bool:
+    """A sentence that states a rule: its rule word comes early (not a task that mentions one)."""
+    m = _CONSTRAINT.search(sentence)
+    return bool(m) and len(sentence[: m.start()].split()) <= 5
+
+
+_ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
+
+
 def classify_user(text: str) -> str:
-    """task | correction | direction | question | ack."""
+    """task | rule | correction | direction | question | ack (acknowledgements, praise, asides)."""
     t = text.strip()
     flat = " ".join(t.split())
-    if not flat or _ACK.match(flat) or (len(flat.split()) <= 3 and not re.search(r"[/`.@]\w", flat)):
+    words = len(flat.split())
+    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (words <= 3 and not re.search(r"[/`.@]\w", flat)):
         return "ack"
     if _CORRECTION.search(flat[:200]):
         return "correction"
@@ -307,14 +334,26 @@ def classify_user(text: str) -> str:
         return "direction"
     if flat.endswith("?") and not _REQUEST_QUESTION.match(flat) and not re.search(r"\b(?:do it|then|please)\b", flat):
         return "question"
-    return "task" if _ACTION.search(flat) else "question" if "?" in flat else "ack"
+    parts = sentences(flat) or [flat]
+    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not any(_IMPERATIVE.match(p) for p in parts):
+        return "question"
+    if not any(_IMPERATIVE.match(p) for p in parts) and any(_rule_like(p) for p in parts):
+        return "rule"  # only states how things must be done
+    if _CONTINUE.match(flat):
+        return "ack"  # "continue ...": more of the same task, not a new one
+    if _ACTION.search(flat) or words >= 8:
+        return "task"
+    return "question" if "?" in flat else "ack"
+
+
 
 
 def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
+    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule."""
     out = []
     for n, s in enumerate(sentences(text)):
         s = _LIST_MARK.sub("", s).strip()
-        if skip_first and n == 0 or "instead" in s.lower():
+        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower():
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
@@ -331,6 +370,9 @@ _DECISION = re.compile(
     r"I'll implement|implement it with|the solution is|we should use|better approach)\b",
     re.IGNORECASE,
 )
+_PROPOSAL = re.compile(
+    r"\b(?:propos|suggest|plan\b|structure|approach|option|should I|shall I|want me to|I'll|I will|we could|"
+    r"the fix|fix is)", re.IGNORECASE)
 _NARRATION = re.compile(r"^(?:let me|let's|now (?:let|I)|first,? (?:let|I)|I'll now|next,? (?:let|I))\b", re.I)
 _WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]{3,}")
 _STOP = {
@@ -342,14 +384,15 @@ _STOP = {
 
 
 def _tokens(text: str) -> set[str]:
-    """Lower-cased words and camelCase parts, stop words removed: how texts are matched."""
+    """Word stems (first five letters) of words and camelCase parts, stop words removed: how a
+    correction is matched with the choices it talks about ("appending" ~ "appendMessage")."""
     out = set()
     for w in _WORD.findall(text):
         parts = re.findall(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])", w) or [w]
         for p in [w, *parts]:
             p = p.lower()
             if len(p) >= 4 and p not in _STOP:
-                out.add(p)
+                out.add(p[:5])
     return out
 
 
@@ -447,6 +490,8 @@ class Evidence:
     first_user_raw: str | None = None  # the first user message, verbatim (the turn-prefix request)
     ends_mid_work: bool = False  # the last assistant message called tools (the work was cut off)
     final_text: str = ""  # the last assistant text when the conversation ends with an answer
+    last_step: str = ""  # what the last assistant message was doing, when it called tools
+    last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
     embedded: list[str] = field(default_factory=list)
@@ -516,6 +561,7 @@ class _Pass:
         if kind == "ack":
             return
         ev.last_user_seq = self.seq
+        ev.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":
             ev.tasks.append((self.seq, cleaned))
             ev.constraints.extend(constraint_sentences(cleaned))
@@ -525,6 +571,8 @@ class _Pass:
             self.reject(cleaned)
             ev.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
             self.awaiting_adoption = True
+        elif kind == "rule":
+            ev.constraints.extend(constraint_sentences(cleaned) or [clip(cleaned, 300)])
         elif kind == "direction":
             ev.constraints.extend(constraint_sentences(cleaned))
             ev.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
@@ -541,11 +589,14 @@ class _Pass:
             if d.kind == "assistant" and d.seq > since and len(_tokens(d.text) & words) >= 2:
                 d.kind = "rejected"
                 touched = True
-        if not touched and self.last_assistant_text:  # then the last proposal is what was rejected
-            proposal = self.last_assistant_text
-            first = next((s for s in decision_sentences(proposal)), None) or next(iter(sentences(proposal)), "")
-            extra = [t for t in dict.fromkeys(re.findall(r"(?<![\w/])[\w.-]+/(?![\w])|`[^`\n]{2,40}`", proposal))
-                     if t.strip("`") not in correction][:5]
+        proposal = self.last_assistant_text
+        if not touched and proposal and _PROPOSAL.search(proposal):  # then the last proposal was rejected
+            prose = [s for s in sentences(proposal) if not _NARRATION.match(s)]
+            first = next((s for s in decision_sentences(proposal)), None) or next(
+                (s for s in prose if _PROPOSAL.search(s)), prose[0] if prose else "")
+            dirs = re.findall(r"(?<![\w/])[\w.-]+/(?=\s|$)", proposal, re.MULTILINE)
+            code = re.findall(r"`[^`\n]{2,40}`", proposal)
+            extra = [t for t in dict.fromkeys([*dirs, *code]) if t.strip("`") not in correction][:6]
             text = clip(first, 300) + (f" ({', '.join(extra)})" if extra else "")
             ev.decisions.append(Decision(text, self.last_assistant_seq, "rejected"))
 
@@ -562,7 +613,8 @@ class _Pass:
                 t = block["text"].strip()
                 texts.append(t)
                 ev.narration.append(t)
-                ev.decisions.extend(Decision(s, self.seq) for s in decision_sentences(t))
+                if not self.awaiting_adoption:  # a reply to a correction is recorded as adopted below
+                    ev.decisions.extend(Decision(s, self.seq) for s in decision_sentences(t))
                 ev.mentions.extend(_FUNC.findall(t))
             elif block.get("type") == "toolCall":
                 has_calls = True
@@ -581,6 +633,12 @@ class _Pass:
                 self.awaiting_adoption = False
         ev.ends_mid_work = has_calls
         ev.final_text = "" if has_calls else "\n".join(texts)
+        ev.last_assistant_seq = self.seq
+        if has_calls:
+            targets = [c for c in self.pending.values() if c.seq == self.seq]
+            said = clip(sentences(texts[-1])[0].rstrip(":"), 200) if texts and sentences(texts[-1]) else ""
+            doing = ", ".join(dict.fromkeys(f"{c.name} {c.path}" if c.path else c.short() for c in targets[:3]))
+            ev.last_step = " — ".join(x for x in (said, doing) if x)
 
     # -- tools ---------------------------------------------------------------------------------
     def result(self, msg: dict[str, Any]) -> None:
@@ -629,6 +687,10 @@ class _Pass:
             if not call.command and call.name not in _READ_ONLY_TOOLS:
                 desc = f"{call.name} {call.path}" if call.path else call.name
                 ev.done.append((self.seq, "other", desc))
+            return
+        branch = re.search(r"git (?:checkout -b|switch -c|branch)\s+([\w./-]+)", call.command)
+        if branch:
+            ev.done.append((self.seq, "branch", f"Created branch `{branch.group(1)}`"))
             return
         message = _commit_message(call.command)
         if message:

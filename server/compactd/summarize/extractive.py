@@ -57,7 +57,7 @@ from typing import Any
 
 from ..compaction.prompts import BRANCH_SUMMARY_HEADINGS, SUMMARY_HEADINGS, TURN_PREFIX_HEADINGS
 from .base import OnText, SummaryKind, SummaryRequest, SummaryResult
-from .evidence import CONSTRAINT_RE, Evidence, clip, collect, looks_failed, sentences, text_of
+from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, looks_failed, sentences, text_of
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -260,7 +260,7 @@ class _Line:
     order: int
 
 
-def _goal(request: str, limit: int = 300) -> str:
+def _goal(request: str, limit: int = 400) -> str:
     """A request's aim: its leading sentences (later rules are listed as constraints), at most
     `limit` characters; fragments of a few words only lead when nothing else does."""
     picked: list[str] = []
@@ -271,7 +271,7 @@ def _goal(request: str, limit: int = 300) -> str:
         if sum(len(p) + 1 for p in picked) + len(s) > limit and picked:
             break
         picked.append(s)
-        if sum(len(p) for p in picked) >= 120:
+        if sum(len(p) for p in picked) >= 200:
             break
     text = " ".join(picked) if picked else request.strip()
     return clip(text, limit)
@@ -376,9 +376,11 @@ def _offered_steps(final_text: str) -> list[str]:
             steps.append(clip(_LIST_MARK.sub("", s), 200))
         elif in_next:
             in_next = False
-    for s in sentences(final_text)[-3:]:
-        if re.match(r"^(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
-            steps.append(clip("Offered: " + s, 200))
+    for s in sentences(final_text)[-4:]:
+        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
+            steps.append(clip("Offered: " + s, 300))
+        elif re.match(r"^next(?: is| up| step)?\b", s, re.I):
+            steps.append(clip(s, 300))
     return steps
 
 
@@ -398,10 +400,14 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
         return items[-cap:] if len(items) > cap else items
 
     errors = [f"{f.call.short()} failed: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
-    fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.fixed[-6:]]
+    # Errors a later run resolved, when they say something (a typed error of a command).
+    fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.fixed
+             if f.call.command and TYPED_ERROR_RE.search(f.line)][-6:]
     done_new: list[tuple[str, str]] = [(k, t) for _, k, t in ev.done]
     last_task = ev.tasks[-1][1] if ev.tasks else None
-    open_work = ev.ends_mid_work or bool(ev.pending)
+    # Open work: the conversation stops in the middle of tool calls, or on a request not yet answered.
+    unanswered = ev.last_user_seq > ev.last_assistant_seq
+    open_work = ev.ends_mid_work or bool(ev.pending) or unanswered
     last_correction = ev.corrections[-1] if ev.corrections else None
     correction_is_latest = bool(last_correction and (not ev.tasks or last_correction[0] > ev.tasks[-1][0]))
 
@@ -437,8 +443,8 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
 
     # Goal: earlier goals, then the tasks of this part (the first and the newest ones).
     tasks = [_goal(t) for _, t in ev.tasks]
-    if len(tasks) > 4:
-        tasks = tasks[:1] + tasks[-3:]
+    if len(tasks) > 5:
+        tasks = tasks[:2] + tasks[-3:]
     goals = _dedupe([*prev.get(GOAL, [])[:3], *tasks])
     if len(goals) > _CAPS[GOAL]:
         goals = goals[:2] + goals[-(_CAPS[GOAL] - 2) :]
@@ -454,7 +460,9 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
 
     in_progress: list[str] = []
     if open_work and last_task:
-        in_progress.append("Working on: " + _goal(last_task, 200))
+        in_progress.append("Working on: " + _goal(last_task, 300))
+    if ev.ends_mid_work and ev.last_step:
+        in_progress.append("Last step: " + ev.last_step)
     if open_work and correction_is_latest and last_correction:
         in_progress.append(f'Reworking it after the user\'s correction: "{clip(last_correction[1], 300)}"')
     if ev.uncommitted:
@@ -471,17 +479,15 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
 
     nexts: list[str] = []
     if open_work and last_task:
-        nexts.append("Finish: " + _goal(last_task, 200))
+        nexts.append("Finish: " + _goal(last_task, 300))
+    if ev.final_text:
+        nexts += _offered_steps(ev.final_text)
     for fam, (seq, ok) in ev.checks.items():
-        if seq < ev.last_edit_seq or not ok:
-            nexts.append(f"Run `{fam}` again and make it pass")
+        if ok and seq < ev.last_edit_seq:  # passed, but edits came after: check again
+            nexts.append(f"Run `{fam}` again")
     if ev.uncommitted:
         nexts.append("Commit the changes to " + ", ".join(ev.uncommitted[-5:]))
-    nexts += [f"Fix: {clip(f.line, _MAX_ERROR)}" for f in ev.errors[-2:]]
-    if not nexts and ev.final_text:
-        nexts = _offered_steps(ev.final_text)
-    if not nexts and last_task and ev.last_user_seq > max((s for s, _, _ in ev.done), default=-1):
-        nexts.append(_goal(last_task, 200))  # asked for, and nothing was done since
+    nexts += [f"Fix: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.errors[-2:]]
     add(NEXT, capped(NEXT, _dedupe(nexts) if nexts else prev.get(NEXT, [])))
 
     if kind == SummaryKind.HISTORY:
