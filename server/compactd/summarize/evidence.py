@@ -62,7 +62,7 @@ def sentences(text: str) -> list[str]:
             continue
         if fenced or not line or _CODE_LINE.search(line):
             continue
-        out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])", line) if s.strip())
+        out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[\w`\"'(\[])", line) if s.strip())
     return out
 
 
@@ -246,7 +246,7 @@ _CORRECTION = re.compile(
 )
 _DIRECTION = re.compile(
     r"\b(?:can't we|couldn't we|shouldn't we|why not|why don't we|wouldn't it|i would think|i think we should|"
-    r"how about|what about|why are we using|i would assume|i'd rather|slight steering)\b",
+    r"how about|what about|why are we using|i would assume|i'd rather|slight steering|i think we)\b",
     re.IGNORECASE,
 )
 _ACTION = re.compile(
@@ -309,6 +309,10 @@ def _clean_user_text(text: str) -> tuple[str, list[str]]:
 
 
 _IMPERATIVE = re.compile(r"^(?:\W*(?:ok|okay|alright|so|now|then|please|also)\W+)*" + _ACTION.pattern, re.IGNORECASE)
+def _clauses(sentence: str) -> list[str]:
+    return [c.strip() for c in re.split(r"[;:]\s+|,\s+(?:and\s+|then\s+)?", sentence) if c.strip()]
+
+
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 
 
@@ -332,12 +336,13 @@ def classify_user(text: str) -> str:
         return "correction"
     if _DIRECTION.search(flat):
         return "direction"
-    if flat.endswith("?") and not _REQUEST_QUESTION.match(flat) and not re.search(r"\b(?:do it|then|please)\b", flat):
+    parts = sentences(t) or [flat]
+    imperative = any(_IMPERATIVE.match(c) for p in parts for c in _clauses(p))
+    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
         return "question"
-    parts = sentences(flat) or [flat]
-    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not any(_IMPERATIVE.match(p) for p in parts):
-        return "question"
-    if not any(_IMPERATIVE.match(p) for p in parts) and any(_rule_like(p) for p in parts):
+    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
+        return "ack"  # a short reply to the assistant ("yes need to be fully clean")
+    if not imperative and any(_rule_like(p) for p in parts):
         return "rule"  # only states how things must be done
     if _CONTINUE.match(flat):
         return "ack"  # "continue ...": more of the same task, not a new one
