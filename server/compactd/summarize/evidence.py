@@ -253,7 +253,7 @@ _ACTION = re.compile(
     r"\b(?:add|fix|implement|create|write|wrie|make|remove|delete|rename|move|update|refactor|read|review|check|run|"
     r"commit|push|open|change|use|port|investigate|look|explain|tell|build|test|document|clean|split|copy|revert|"
     r"set|tackle|support|handle|release|merge|deduplicate|reorganize|migrate|install|profile|speed|tone|adjust|"
-    r"modify|replace|extract|convert|analy[sz]e|plan|propose|suggest|show|print|output|close|comment|publish|do|"
+    r"modify|replace|extract|convert|analy[sz]e|plan|propose|suggest|show|print|output|close|comment|publish|"
     r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
     re.IGNORECASE,
 )
@@ -271,7 +271,7 @@ _PASTE_LINE = re.compile(r"^\s*(?:[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+
 _BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
 _SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
 _FILLER = re.compile(
-    r"^(?:you're (?:absolutely )?right|good (?:catch|point)|got it|understood|yes|ok(?:ay)?|sure|great|done|"
+    r"^(?:you're (?:absolutely )?right|right|good (?:catch|point|idea)|got it|understood|yes|ok(?:ay)?|sure|great|done|"
     r"excellent|perfect|thanks|i see|makes sense|that makes (?:more )?sense)\b[^.!:]*[.!:]?\s*",
     re.IGNORECASE,
 )
@@ -477,6 +477,7 @@ class Decision:
 @dataclass
 class Evidence:
     tasks: list[tuple[int, str]] = field(default_factory=list)  # (seq, cleaned text)
+    requests: list[tuple[int, str]] = field(default_factory=list)  # tasks and directions: what to work on
     corrections: list[tuple[int, str]] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     user_errors: list[str] = field(default_factory=list)
@@ -567,6 +568,8 @@ class _Pass:
             return
         ev.last_user_seq = self.seq
         ev.final_text = ""  # a new message: an earlier answer no longer ends the conversation
+        if kind in ("task", "direction"):
+            ev.requests.append((self.seq, cleaned))
         if kind == "task":
             ev.tasks.append((self.seq, cleaned))
             ev.constraints.extend(constraint_sentences(cleaned))
