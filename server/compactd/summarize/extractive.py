@@ -187,6 +187,8 @@ _HEADING_MAP: tuple[tuple[str, str | None], ...] = (
     ("goal", GOAL),
     ("objective", GOAL),
     ("overview", GOAL),
+    ("critical", CRITICAL),
+    ("context", CRITICAL),
 )
 
 
@@ -334,10 +336,9 @@ def _fit(kind: SummaryKind, lines: list[_Line], max_tokens: int) -> str:
 
 
 def _trim_done(items: list[tuple[str, str]], cap: int) -> list[str]:
-    """Keep `cap` Done items: plain commands go first, then other tools, then edits (oldest first);
-    commits, renames/deletions and fixed errors stay."""
+    """Keep `cap` Done items: plain commands go first, then other tools, then the oldest items."""
     kept = list(items)
-    for kind in ("command", "other", "edit", "prev"):
+    for kind in ("command", "other"):
         while len(kept) > cap:
             idx = next((i for i, (k, _) in enumerate(kept) if k == kind), None)
             if idx is None:
