@@ -5,8 +5,9 @@ with a real model, exactly the region that compaction covered (with the summary 
 previous summary), so Pi's stored summary is scored on the same probes — the anchor to beat.
 
 The probes were written from reading the transcripts, before measuring any summarizer on them.
-`tuned=True` marks the one region whose failures were studied while improving the embedded
-summarizer (the one the issue reported); the others are held out and say whether the changes
+`tuned=True` marks the regions whose embedded summaries were read while improving the embedded
+summarizer (the leaf region of before-compaction is the one the issue reported); the others
+(root-session, both large-session regions) were only ever scored, and say whether the changes
 generalize.
 
 Pattern conventions (see compactd.samples.probes): one line per relation (`[^\\n]{0,N}`), list
@@ -211,12 +212,13 @@ def real_regions() -> list[Region]:
     regions: list[Region] = []
     if BEFORE_COMPACTION.exists():
         path = load_path(BEFORE_COMPACTION)
-        (c1, e1), (c2, e2) = stored_compaction(path, 0), stored_compaction(path, 1)
+        (_, e1), (_, e2) = stored_compaction(path, 0), stored_compaction(path, 1)
         k1, k2 = index_of(path, e1["firstKeptEntryId"]), index_of(path, e2["firstKeptEntryId"])
         p1, p2, p3 = _before_compaction_probes()
-        regions.append(Region("before-compaction #1", "real", path, 0, k1, p1, stored_summary=e1["summary"]))
+        regions.append(Region("before-compaction #1", "real", path, 0, k1, p1, stored_summary=e1["summary"],
+                              tuned=True))
         regions.append(Region("before-compaction #2", "real", path, k1, k2, p2, previous_summary=e1["summary"],
-                              stored_summary=e2["summary"]))
+                              stored_summary=e2["summary"], tuned=True))
         # What `compactd compact` summarizes at the leaf (default settings): the region of the issue.
         regions.append(Region("before-compaction leaf", "real", path, k2, 946, p3, previous_summary=e2["summary"],
                               tuned=True))
@@ -224,7 +226,7 @@ def real_regions() -> list[Region]:
         path = load_path(ROOT_COMPACT)
         _, e = stored_compaction(path, 0)
         regions.append(Region("root-compact", "real", path, 0, index_of(path, e["firstKeptEntryId"]),
-                              _root_compact_probes(), stored_summary=e["summary"]))
+                              _root_compact_probes(), stored_summary=e["summary"], tuned=True))
     if ROOT_SESSION.exists():
         path = load_path(ROOT_SESSION)
         _, e = stored_compaction(path, 0)

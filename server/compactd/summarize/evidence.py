@@ -27,7 +27,18 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CONSTRAINT_RE", "TYPED_ERROR_RE", "Evidence", "collect", "clip", "first_line", "error_line", "looks_failed", "sentences", "text_of"]
+__all__ = [
+    "CONSTRAINT_RE",
+    "TYPED_ERROR_RE",
+    "Evidence",
+    "collect",
+    "clip",
+    "first_line",
+    "error_line",
+    "looks_failed",
+    "sentences",
+    "text_of",
+]
 
 MAX_ITEM = 400
 MAX_QUOTE = 500
@@ -313,6 +324,9 @@ def _clauses(sentence: str) -> list[str]:
     return [c.strip() for c in re.split(r"[;:]\s+|,\s+(?:and\s+|then\s+)?", sentence) if c.strip()]
 
 
+_RULE_START = re.compile(
+    r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don't|do not|avoid|stick to|make sure|"
+    r"ensure)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 
 
@@ -337,13 +351,13 @@ def classify_user(text: str) -> str:
     if _DIRECTION.search(flat):
         return "direction"
     parts = sentences(t) or [flat]
-    imperative = any(_IMPERATIVE.match(c) for p in parts for c in _clauses(p))
+    imperative = any(_IMPERATIVE.match(c) and not _RULE_START.match(c) for p in parts for c in _clauses(p))
     if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
         return "question"
-    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
-        return "ack"  # a short reply to the assistant ("yes need to be fully clean")
     if not imperative and any(_rule_like(p) for p in parts):
         return "rule"  # only states how things must be done
+    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
+        return "ack"  # a short reply to the assistant ("yes need to be fully clean")
     if _CONTINUE.match(flat):
         return "ack"  # "continue ...": more of the same task, not a new one
     if _ACTION.search(flat) or words >= 8:
@@ -420,6 +434,8 @@ def _adopted(text: str) -> str:
             if shorter == line:
                 break
             line = shorter
+        if line.endswith(":") and len(line.split()) <= 6:
+            continue  # a lead-in to the list that follows ("We just want to:")
         if line and not _NARRATION.match(line) and not re.match(r"^(?:I (?:overcomplicated|misunderstood)|Let me)", line):
             parts.append(line.rstrip(":") if line.endswith(":") else line)
     return clip("; ".join(parts), MAX_ITEM)
@@ -487,6 +503,7 @@ class Evidence:
     decisions: list[Decision] = field(default_factory=list)
     pending: list[str] = field(default_factory=list)
     modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
+    read: list[str] = field(default_factory=list)  # paths read with the read tool
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     uncommitted: list[str] = field(default_factory=list)  # edited since the last commit (when there was one)
@@ -691,6 +708,8 @@ class _Pass:
         if call.name in ("edit", "write", "multi_edit", "multiedit", "str_replace") and call.path:
             self.edited(call)
             return
+        if call.name == "read" and call.path and call.path not in ev.read:
+            ev.read.append(call.path)
         if not call.command or call.read_only():
             if not call.command and call.name not in _READ_ONLY_TOOLS:
                 desc = f"{call.name} {call.path}" if call.path else call.name

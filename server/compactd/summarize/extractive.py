@@ -57,7 +57,7 @@ from typing import Any
 
 from ..compaction.prompts import BRANCH_SUMMARY_HEADINGS, SUMMARY_HEADINGS, TURN_PREFIX_HEADINGS
 from .base import OnText, SummaryKind, SummaryRequest, SummaryResult
-from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, looks_failed, sentences, text_of
+from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, looks_failed, sentences
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -425,6 +425,8 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
         suffix += ev.pending
         if ev.modified:
             suffix.append("Files changed so far: " + ", ".join(ev.modified))
+        if ev.read:
+            suffix.append("Files read so far: " + ", ".join(ev.read[-10:]))
         suffix += [f"Error from {f.call.short()}: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
         suffix += [f"Constraint: {c}" for c in ev.constraints]
         add(SUFFIX, capped(SUFFIX, suffix))
@@ -489,6 +491,8 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     if ev.uncommitted:
         nexts.append("Commit the changes to " + ", ".join(ev.uncommitted[-5:]))
     nexts += [f"Fix: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.errors[-2:]]
+    if not nexts and ev.final_text and ev.requests and not prev.get(NEXT):
+        nexts.append("Nothing pending: the last request was answered; wait for the user's next one")
     add(NEXT, capped(NEXT, _dedupe(nexts) if nexts else prev.get(NEXT, [])))
 
     if kind == SummaryKind.HISTORY:
