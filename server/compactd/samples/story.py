@@ -225,9 +225,17 @@ def generate_story(seed: int, *, cwd: str = "/home/dev/project") -> Story:
     region_start = region_start or first
     w.step(f"Let me look at {mod} first.", "read", {"path": mod},
            f"def {sym}(rows):\n    return [r for r in rows]\n\n\ndef {old_sym}(x):\n    return x\n")
-    w.assistant(f"I'll implement it with {rejected}: it is the quickest change and keeps {sym} small. "
-                "Shall I go ahead?")
-    w.user(f"No, don't use {rejected} — {reason}. Use {chosen} instead. {c2[0]}")
+    w.assistant(rng.choice((
+        f"I'll implement it with {rejected}: it is the quickest change and keeps {sym} small. Shall I go ahead?",
+        f"Plan: use {rejected} — the quickest change, and {sym} stays small. OK?",
+        f"Two options: {rejected}, or a bigger refactor. I'd go with {rejected} to keep the diff small.",
+    )))
+    rule_apart = rng.random() < 0.4  # the second rule comes in a message of its own, later
+    w.user(rng.choice((
+        f"No, don't use {rejected} — {reason}. Use {chosen} instead.",
+        f"Hmm, not {rejected}: {reason}. Go with {chosen}.",
+        f"Actually, scrap {rejected}, {reason}. I'd rather have {chosen}.",
+    )) + ("" if rule_apart else f" {c2[0]}"))
     w.step(f"Understood: {chosen} instead of {rejected}.", "edit",
            {"path": mod, "oldText": f"def {sym}(rows):", "newText": f"def {sym}(rows, *, since=None):"},
            f"Successfully replaced text in {mod}.")
@@ -238,7 +246,10 @@ def generate_story(seed: int, *, cwd: str = "/home/dev/project") -> Story:
     w.step(f"The filter runs before {chosen_key}; fixing the order.", "edit",
            {"path": mod, "oldText": "return [r for r in rows]", "newText": "return [r for r in rows if keep(r)]"},
            f"Successfully replaced text in {mod}.")
-    w.step(None, "bash", {"command": f"python -m pytest -q {new_test}"}, "...\n3 passed in 0.18s")
+    w.step(None, "bash", {"command": rng.choice((f"python -m pytest -q {new_test}", f"pytest -q {new_test}"))},
+           "...\n3 passed in 0.18s")
+    if rule_apart:
+        w.user(f"One more rule: {c2[0]}")
 
     # -- noise: an acknowledgement, an interrupted command, a pasted log line -----------------------
     w.user("ok")
@@ -249,8 +260,8 @@ def generate_story(seed: int, *, cwd: str = "/home/dev/project") -> Story:
 
     # -- rename + delete, then lint, then commit ----------------------------------------------------
     w.user(f"Now rename {old_file} to {new_file}, and delete {dead_file}, it's dead code.")
-    w.step(None, "bash", {"command": f"git mv {old_file} {new_file}"}, "(no output)")
-    w.step(None, "bash", {"command": f"git rm -q {dead_file}"}, "(no output)")
+    w.step(None, "bash", {"command": f"{rng.choice(('git mv', 'mv'))} {old_file} {new_file}"}, "(no output)")
+    w.step(None, "bash", {"command": f"{rng.choice(('git rm -q', 'rm -f'))} {dead_file}"}, "(no output)")
     w.step("Updating the import.", "edit",
            {"path": mod, "oldText": f"from {pkg}.helpers import", "newText": f"from {pkg}.{new_file[len(f'src/{pkg}/'):-3]} import"},
            f"Successfully replaced text in {mod}.")
@@ -274,11 +285,16 @@ def generate_story(seed: int, *, cwd: str = "/home/dev/project") -> Story:
         errors.append((lint_error, False))
 
     # -- the open work at the cut -----------------------------------------------------------------
+    # Either the work on the last request has started when the cut comes, or it is not answered yet.
     w.user(f"Good. Next, {follow_up}.")
-    w.step(f"Starting on that: {follow_up}.", "read", {"path": "CHANGELOG.md" if follow_key.startswith("CHANGELOG") else mod},
-           "# Changelog\n\n## Unreleased\n")
-    first_kept = w.user("How far along are you?")
-    w.assistant("Still on it.")
+    if rng.random() < 0.5:
+        w.step(f"Starting on that: {follow_up}.", "read",
+               {"path": "CHANGELOG.md" if follow_key.startswith("CHANGELOG") else mod}, "# Changelog\n\n## Unreleased\n")
+        first_kept = w.user("How far along are you?")
+        w.assistant("Still on it.")
+    else:
+        w.assistant(f"On it: {follow_up}.")
+        first_kept = str(w.parent)  # the cut is at the answer: the request itself is summarized
 
     truth = StoryTruth(
         seed=seed, task=task, task_phrase=phrase, constraints=[c1[0], c2[0]],
@@ -292,7 +308,8 @@ def generate_story(seed: int, *, cwd: str = "/home/dev/project") -> Story:
     return Story(w.lines, truth, probes, region_start, first_kept, previous_summary)
 
 
-_REJECT = r"(?:reject|not |n't|instead of|rather than|no longer|dropp|abandon|over |vetoed|discard)"
+_REJECT = r"(?:reject|not |n't|instead of|rather than|no longer|dropp|abandon|over |vetoed|discard|scrap)"
+
 
 
 def _probes(t: StoryTruth, c1: str, c2: str, c0: str | None, rejected_key: str, chosen_key: str,

@@ -188,8 +188,8 @@ def command_family(command: str) -> str | None:
     for seg in _segments(command):
         seg = re.sub(r"^(?:\w+=\S+\s+)+", "", seg)  # VAR=value prefixes
         m = _CHECK.match(seg)
-        if m:
-            return re.sub(r"^python3 ", "python ", m.group(0))
+        if m:  # `python -m pytest` and `pytest` are the same check
+            return re.sub(r"^(?:python3? -m|uv run|npx) ", "", m.group(0))
     return None
 
 
@@ -331,7 +331,10 @@ _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.
 
 
 def _rule_like(sentence: str) -> bool:
-    """A sentence that states a rule: its rule word comes early (not a task that mentions one)."""
+    """A sentence that states a rule: a clause of it starts with one, or its rule word comes early
+    (not a task that happens to mention one)."""
+    if any(_RULE_START.match(c) for c in _clauses(sentence)):
+        return True
     m = _CONSTRAINT.search(sentence)
     return bool(m) and len(sentence[: m.start()].split()) <= 5
 
@@ -376,7 +379,7 @@ def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
-        if _CONSTRAINT.search(s):
+        if _CONSTRAINT.search(s) or any(_RULE_START.match(c) for c in _clauses(s)):
             out.append(s)
     return out
 
