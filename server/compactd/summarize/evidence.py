@@ -268,7 +268,8 @@ _ACTION = re.compile(
     r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
     re.IGNORECASE,
 )
-_REQUEST_QUESTION = re.compile(r"^(?:\W*(?:ok|alright|so|and|also)\W+)?(?:can|could|would|will) (?:you|we)\b", re.I)
+_REQUEST_QUESTION = re.compile(
+    r"^(?:\W*(?:ok|okay|alright|so|and|also|btw|hey|then|now)\W+)*(?:can|could|would|will) (?:you|we)\b", re.I)
 CONSTRAINT_RE = _CONSTRAINT = re.compile(
     r"\b(?:must|mustn't|should(?:n't)? (?:not |never |always |only |stay|keep|be)|don't|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only (?:use|want|e2e)|i (?:only )?want|no more than|at most|"
@@ -559,6 +560,7 @@ class _Pass:
         self.last_commit_seq = -1
         self.edit_counts: dict[str, int] = {}
         self.awaiting_adoption = False
+        self.last_said = ""
 
     # -- users ---------------------------------------------------------------------------------
     def user(self, text: str) -> None:
@@ -586,6 +588,7 @@ class _Pass:
         ev.mentions.extend(_PATH.findall(cleaned) + _FUNC.findall(cleaned) + _CODE.findall(cleaned))
         if kind == "ack":
             return
+        self.last_said = ""
         ev.last_user_seq = self.seq
         ev.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind in ("task", "direction"):
@@ -662,9 +665,11 @@ class _Pass:
         ev.ends_mid_work = has_calls
         ev.final_text = "" if has_calls else "\n".join(texts)
         ev.last_assistant_seq = self.seq
+        if texts and sentences(texts[-1]):
+            self.last_said = clip(sentences(texts[-1])[0].rstrip(":"), 200)
         if has_calls:
             targets = [c for c in self.pending.values() if c.seq == self.seq]
-            said = clip(sentences(texts[-1])[0].rstrip(":"), 200) if texts and sentences(texts[-1]) else ""
+            said = self.last_said  # the newest narration since the user spoke, if any
             doing = ", ".join(dict.fromkeys(f"{c.name} {c.path}" if c.path else c.short() for c in targets[:3]))
             ev.last_step = " — ".join(x for x in (said, doing) if x)
 
