@@ -233,8 +233,8 @@ def file_moves(command: str) -> tuple[list[tuple[str, str]], list[str]]:
             *sources, dest = args
             for src in sources:
                 target = dest
-                if dest in (".", "./") and cwd:
-                    target = f"{cwd.rstrip('/')}/{src.rstrip('/').split('/')[-1]}"
+                if dest in (".", "./"):  # into the working directory (named when a `cd` says which)
+                    target = (f"{cwd.rstrip('/')}/" if cwd else "") + src.rstrip("/").split("/")[-1]
                 elif dest.endswith("/") or len(sources) > 1:
                     target = f"{dest.rstrip('/')}/{src.rstrip('/').split('/')[-1]}"
                 renames.append((src, target))
@@ -245,7 +245,7 @@ def file_moves(command: str) -> tuple[list[tuple[str, str]], list[str]]:
 
 _ACK = re.compile(
     r"^(?:y|yes|yeah|yep|yo|ok|okay|k|sure|thanks|thank you|thx|go|go ahead|continue|proceed|do it|please do|"
-    r"sounds good|great|nice|cool|perfect|lgtm|next|done|no|nope|wow|alright|good|right|sleep|hm+|ls)[.!]*$",
+    r"sounds good|great|nice|cool|perfect|lgtm|next|done|no|nope|wow|alright|good|right|hm+)[.!]*$",
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
@@ -800,11 +800,14 @@ class _Pass:
 
 
 def _program(command: str) -> str:
+    """The program a command runs (two words for launchers: `npx tsx`, `git push`): a failed
+    `npx tsx -e ...` is resolved by a later `npx tsx ...` that works."""
     segs = _segments(command)
     if not segs:
         return ""
     w = segs[0].split()
-    return " ".join(w[:2]) if w[0] in ("npx", "npm", "python", "python3", "uv", "pnpm", "yarn", "cargo", "go") else w[0]
+    two_words = ("npx", "npm", "python", "python3", "uv", "pnpm", "yarn", "cargo", "go", "git", "gh", "make")
+    return " ".join(w[:2]) if w[0] in two_words else w[0]
 
 
 def _same_file(path: str, other: str) -> bool:
