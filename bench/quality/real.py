@@ -125,8 +125,27 @@ def _before_compaction_probes() -> tuple[list[Probe], list[Probe], list[Probe]]:
           forbid=(r"Command aborted",), forbid_within=("next", "blocked")),
         P("bc3-goal", "continuation", "Is the goal free of pasted lines and asides?",
           near(r"\bbash\b(?![-.])", r"(?:issue|tool|stream|order|message|interleav)"),
-          within=("goal", "current task"), forbid=(r"\{\"type\":\"message\"", r"^[-* ]*can leave it"),
+          within=("goal", "current task"),
+          forbid=(r"\{\"type\":\"message\"", r"^[-* ]*can leave it", r"why are there 2 subscription handlers"),
           forbid_within=("goal",)),
+        # The other failures the issue lists for this region, one probe each.
+        P("bc3-rules-clean", "constraint", "Are the rules rules (not the task, not an error text)?",
+          r"e2e|end-to-end", forbid=(r"tackle this bash issue", r"locations where those modules", r"tool_result` block"),
+          forbid_within=("constraint", "preference")),
+        P("bc3-resolved", "continuation", "Is anything listed as blocking that was resolved long ago?",
+          r"(?:npm run check|commit)", within=NEXT,
+          forbid=(r"Cannot find module '\./(?:packages/coding-agent/)?src/utils/config\.js'",),
+          forbid_within=("blocked", "next")),
+        P("bc3-in-progress", "continuation", "Does In Progress say what is being worked on?",
+          near(r"(?:work|fix|defer|buffer|pending|streaming|queue|correct)", r"\bbash\b(?![-.])"),
+          within=("in progress", "current"),
+          forbid=(r"^[-\[\] ]*Now let's check if it compiles:?\s*$",), forbid_within=("in progress",)),
+        P("bc3-done-clean", "artifact", "Is Done a list of work rather than of every command run?",
+          near(r"(?:creat|wrote|writ|new|add)", r"DEVELOPMENT\.md"), within=("done", "progress", "completed"),
+          forbid=(r"--help \| head",), forbid_within=("done",)),
+        P("bc3-modified-current", "artifact", "Is the moved config.ts listed under its new name?",
+          near(r"(?:changed|modified|edited|mov|→|\bmv\b)", r"(?:src/config\.ts|config\.ts[^\n]{0,40}\bsrc/?)"),
+          forbid=(r"^[^\n]*(?:Files changed|modified)[^\n]*src/utils/config\.ts(?![^\n]*(?:→|->))",)),
     ]
     return first, second, third
 

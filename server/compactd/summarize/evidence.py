@@ -257,7 +257,7 @@ _CORRECTION = re.compile(
 )
 _DIRECTION = re.compile(
     r"\b(?:can't we|couldn't we|shouldn't we|why not|why don't we|wouldn't it|i would think|i think we should|"
-    r"how about|what about|why are we using|i would assume|i'd rather|slight steering|i think we)\b",
+    r"how about|what about|why are we using|i would assume|i'd rather|slight steering)\b",
     re.IGNORECASE,
 )
 _ACTION = re.compile(
@@ -497,7 +497,6 @@ class Decision:
 @dataclass
 class Evidence:
     tasks: list[tuple[int, str]] = field(default_factory=list)  # (seq, cleaned text)
-    requests: list[tuple[int, str]] = field(default_factory=list)  # tasks and directions: what to work on
     corrections: list[tuple[int, str]] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     user_errors: list[str] = field(default_factory=list)
@@ -591,8 +590,6 @@ class _Pass:
         self.last_said = ""
         ev.last_user_seq = self.seq
         ev.final_text = ""  # a new message: an earlier answer no longer ends the conversation
-        if kind in ("task", "direction"):
-            ev.requests.append((self.seq, cleaned))
         if kind == "task":
             ev.tasks.append((self.seq, cleaned))
             ev.constraints.extend(constraint_sentences(cleaned))

@@ -405,12 +405,12 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.fixed
              if f.call.command and TYPED_ERROR_RE.search(f.line)][-6:]
     done_new: list[tuple[str, str]] = [(k, t) for _, k, t in ev.done]
-    last_task = ev.requests[-1][1] if ev.requests else None  # the newest request is the open work
+    last_task = ev.tasks[-1][1] if ev.tasks else None  # the newest task is the open work
     # Open work: the conversation stops in the middle of tool calls, or on a request not yet answered.
     unanswered = ev.last_user_seq > ev.last_assistant_seq
     open_work = ev.ends_mid_work or bool(ev.pending) or unanswered
     last_correction = ev.corrections[-1] if ev.corrections else None
-    correction_is_latest = bool(last_correction and (not ev.requests or last_correction[0] > ev.requests[-1][0]))
+    correction_is_latest = bool(last_correction and (not ev.tasks or last_correction[0] > ev.tasks[-1][0]))
 
     if kind == SummaryKind.TURN_PREFIX:
         first = None
@@ -491,7 +491,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     if ev.uncommitted:
         nexts.append("Commit the changes to " + ", ".join(ev.uncommitted[-5:]))
     nexts += [f"Fix: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.errors[-2:]]
-    if not nexts and ev.final_text and ev.requests and not prev.get(NEXT):
+    if not nexts and ev.final_text and ev.tasks and not prev.get(NEXT):
         nexts.append("Nothing pending: the last request was answered; wait for the user's next one")
     add(NEXT, capped(NEXT, _dedupe(nexts) if nexts else prev.get(NEXT, [])))
 
