@@ -3,9 +3,14 @@ next steps from the open work, renames and deletions."""
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Any
 
+from compactd.compaction.prepare import messages_of, prepare_compaction
+from compactd.compaction.settings import CompactionSettings
+from compactd.samples import sample_session_text
+from compactd.session.context import convert_to_llm
 from compactd.summarize.extractive import extract_summary
 from tests.support.summarizers import make_request
 
@@ -220,3 +225,21 @@ def test_an_answered_conversation_offers_its_next_steps_instead_of_repeating_the
     assert "Create the rpc mode" not in nxt
     assert section(out, "### In Progress") == "(none)"
     assert not re.search(r"^- \[ \] Working on", out, re.M)
+
+
+def test_the_shipped_samples_next_steps_do_not_repeat_its_goal() -> None:
+    """`compactd demo` compacts this sample: Next Steps used to repeat the Goal."""
+    path = [json.loads(line) for line in sample_session_text().splitlines()[1:]]
+    entries = {e["id"]: e for e in path}
+    leaf, branch = path[-1], []
+    node: dict[str, Any] | None = leaf
+    while node is not None:
+        branch.append(node)
+        node = entries.get(node.get("parentId") or "")
+    prep = prepare_compaction(branch[::-1], CompactionSettings(keep_recent_tokens=2000))
+    assert prep
+    out = summarize(convert_to_llm(messages_of(prep.messages_to_summarize)))  # type: ignore[union-attr]
+    goals = [g.lstrip("- ") for g in section(out, "## Goal").splitlines()]
+    nxt = section(out, "## Next Steps")
+    assert goals and nxt != "(none)"
+    assert not any(g in nxt for g in goals)
