@@ -413,10 +413,8 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     correction_is_latest = bool(last_correction and (not ev.tasks or last_correction[0] > ev.tasks[-1][0]))
 
     if kind == SummaryKind.TURN_PREFIX:
-        first = None
-        for seq, text in (ev.tasks[:1] or ev.corrections[:1]):
-            first = text
-        add(REQUEST, [clip(ev.first_user_raw or first or "", _MAX_REQUEST)] if (ev.first_user_raw or first) else [])
+        # The turn's request, word for word (it is the first user message of the prefix).
+        add(REQUEST, [clip(ev.first_user_raw, _MAX_REQUEST)] if ev.first_user_raw else [])
         add(EARLY, capped(EARLY, [*[t for _, t in done_new], *fixed, *errors]))
         suffix = []
         narr = _last_narration(ev)
