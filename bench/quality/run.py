@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -107,7 +108,8 @@ def configured_model() -> Summarizer | None:
 
     try:
         summarizer = build_summarizer(load_settings(os.getcwd()))
-    except Exception:  # no usable settings: no model column
+    except Exception as exc:  # unusable settings: no model row, and say why
+        print(f"summary quality: no model row ({exc})", file=sys.stderr)
         return None
     return None if summarizer.name == "extractive" else summarizer
 

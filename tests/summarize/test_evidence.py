@@ -61,3 +61,8 @@ def test_file_moves_of_mv_git_mv_rm_and_git_rm() -> None:
     assert file_moves("rm /tmp/out.html 2>/dev/null; echo done") == ([], ["/tmp/out.html"])
     # loops and substitutions are not guessed at
     assert file_moves('for f in *.ts; do mv "$f" ../x/; done') == ([], [])
+
+
+def test_a_rule_starting_with_no_is_not_a_correction() -> None:
+    assert classify_user("No new dependencies, please.") == "rule"
+    assert classify_user("No, don't use a global dict — it leaks between tests.") == "correction"

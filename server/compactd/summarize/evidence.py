@@ -249,7 +249,8 @@ _ACK = re.compile(
     re.IGNORECASE,
 )
 _CORRECTION = re.compile(
-    r"^(?:no\b|nope\b|nah\b|wait\b|actually\b|hm+\b|scratch that|stop\b|undo\b|revert\b|not what i|that's (?:wrong|not)|"
+    r"^(?:(?:no|nope|nah)(?:\s*[,.!:;—-]|\s+(?:that|this|it|way|don't|not)\b)|wait\b|actually\b|hm+\b|scratch that|"
+    r"stop\b|undo\b|revert\b|not what i|that's (?:wrong|not)|"
     r"wrong\b|you (?:fucked|broke|messed))"
     r"|doesn't look right|that's horrible|not what i (?:wanted|asked)|don't do that|i undid|"
     r"why would we|that's not it|how can you say|why do you|why did you|you haven't|you didn't",
