@@ -8,8 +8,11 @@ commit message, the interruptions and pastes that are noise, and the work still 
 From that truth it derives `Probe`s (samples.probes) — questions a good summary answers.
 
 Every choice comes from `random.Random(seed)` and the clock is fixed, so a seed always gives the
-same bytes. Roughly half of the seeds start with an earlier compaction whose summary carries
-constraints and done work of its own (update mode: the probes then check they survive).
+same bytes. Odd seeds start with an earlier compaction whose summary carries constraints and done
+work of its own (update mode: the probes then check they survive). Seeds also vary the feature,
+the wording of the assistant's proposal and of the user's correction, whether the second rule comes
+with the correction or on its own, `git mv`/`mv` and `git rm`/`rm`, the test command, whether the
+last check is fixed or left failing, and whether the cut comes mid-work or on an unanswered request.
 """
 
 from __future__ import annotations
