@@ -243,3 +243,16 @@ def test_the_shipped_samples_next_steps_do_not_repeat_its_goal() -> None:
     nxt = section(out, "## Next Steps")
     assert goals and nxt != "(none)"
     assert not any(g in nxt for g in goals)
+
+
+def test_a_commit_whose_push_failed_is_still_a_commit() -> None:
+    msgs = [
+        user("Commit and push."),
+        assistant(call("a", "bash", command='git add -A && git commit -m "Add syntax highlighting" && git push')),
+        result("a", "bash", "[main 4f3e2d1] Add syntax highlighting\n 2 files changed\n"
+               "fatal: The upstream branch of your current branch does not match\nCommand exited with code 128",
+               is_error=True),
+    ]
+    out = summarize(msgs)
+    assert '- [x] Committed "Add syntax highlighting"' in section(out, "### Done")
+    assert "fatal: The upstream branch" in section(out, "### Blocked")

@@ -576,7 +576,7 @@ class _Pass:
             if _interrupted(rest):
                 return
             if re.search(r"Command exited with code [1-9]", rest):
-                self.failure(call, error_line(rest))
+                self.failure(call, error_line(rest), rest)
             else:
                 self.success(call, rest)
             return
@@ -681,12 +681,15 @@ class _Pass:
             return
         command_like = call.name not in _READ_ONLY_TOOLS and call.name not in ("edit", "write")
         if msg.get("isError") or (command_like and looks_failed(text)):
-            self.failure(call, error_line(text))
+            self.failure(call, error_line(text), text)
         else:
             self.success(call, text)
 
-    def failure(self, call: Call, line: str) -> None:
+    def failure(self, call: Call, line: str, output: str = "") -> None:
         ev = self.ev
+        message = _commit_message(call.command) if call.command else None
+        if message and re.search(r"^\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,}\] ", output, re.MULTILINE):
+            self.committed(message)  # `git commit ... && git push`: the commit happened, the push failed
         family = command_family(call.command) if call.command else None
         if family:
             ev.checks[family] = (self.seq, False)
@@ -727,10 +730,7 @@ class _Pass:
             return
         message = _commit_message(call.command)
         if message:
-            ev.commits.append(message)
-            ev.done.append((self.seq, "commit", f'Committed "{clip(message, 200)}"'))
-            self.last_commit_seq = self.seq
-            ev.uncommitted = []
+            self.committed(message)
             return
         renames, deleted = file_moves(call.command)
         if renames or deleted:
@@ -752,6 +752,13 @@ class _Pass:
         if re.search(r"(?:^|\s)(?:mkdir|touch)\s", call.command) and len(_segments(call.command)) == 1:
             return  # scaffolding, not worth a line
         ev.done.append((self.seq, "command", f"Ran `{clip(call.command, 160)}`"))
+
+    def committed(self, message: str) -> None:
+        ev = self.ev
+        ev.commits.append(message)
+        ev.done.append((self.seq, "commit", f'Committed "{clip(message, 200)}"'))
+        self.last_commit_seq = self.seq
+        ev.uncommitted = []
 
     def edited(self, call: Call) -> None:
         ev = self.ev

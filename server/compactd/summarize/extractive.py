@@ -89,7 +89,7 @@ REQUEST, EARLY, SUFFIX = "request", "early", "suffix"
 _CAPS = {
     GOAL: 6,
     CONSTRAINTS: 15,
-    DONE: 40,
+    DONE: 60,
     IN_PROGRESS: 6,
     BLOCKED: 6,
     DECISIONS: 14,
@@ -402,7 +402,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
 
     errors = [f"{f.call.short()} failed: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
     # Errors a later run resolved, when they say something (a typed error of a command).
-    fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.fixed
+    fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from `{clip(f.call.command, 100)}`)" for f in ev.fixed
              if f.call.command and TYPED_ERROR_RE.search(f.line)][-6:]
     done_new: list[tuple[str, str]] = [(k, t) for _, k, t in ev.done]
     last_task = ev.tasks[-1][1] if ev.tasks else None  # the newest task is the open work
