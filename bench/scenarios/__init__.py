@@ -5,5 +5,7 @@ bare parse, peak RSS / size), session_views (context / tree / prepareCompaction 
 stats_incremental (tokenStats cold and after one append), exact_tokens (our counting vs raw
 tiktoken), daemon (round trips idle and while compacting, cancel latency, tokenStats through the
 daemon; a real `compactd serve` against tests/support/fake_openai.py), compact_fixture (the real
-Pi fixture compacted end to end with the embedded summarizer).
+Pi fixture compacted end to end with the embedded summarizer), summary_quality (probe scores per
+category for the embedded summarizer, a configured model, Pi's stored summaries and two guards;
+see bench/quality).
 """

@@ -21,7 +21,7 @@ from compactd.summarize.extractive import (
 from tests.support.summarizers import make_request
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = REPO_ROOT.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"
@@ -153,7 +153,9 @@ def test_history_sections_are_filled_from_evidence() -> None:
     assert "tests/test_auth.py" not in done  # reading is not progress
     in_progress = section(out, "### In Progress")
     assert "- [ ] Wrote docs/auth.md (no result yet)" in in_progress
-    assert "- [ ] Writing the docs now." in in_progress
+    # The conversation stops mid-work: the open request and what the last step was doing.
+    assert "- [ ] Working on: Now also document the change in docs/auth.md" in in_progress
+    assert "- [ ] Last step: Writing the docs now. — write docs/auth.md" in in_progress
     blocked = section(out, "### Blocked")
     assert "- `pytest tests/test_auth.py -q` failed: KeyError: 'user_id'" in blocked
     assert f"- `npm run typecheck` failed: {TS_ERROR}" in blocked
@@ -162,7 +164,8 @@ def test_history_sections_are_filled_from_evidence() -> None:
         "**I decided to use dict.get instead of indexing**: because old sessions lack the key." in decisions
     )
     nxt = section(out, "## Next Steps")
-    assert nxt.startswith("1. Now also document the change in docs/auth.md and rerun `pytest -q`.")
+    assert nxt.startswith("1. Finish: Now also document the change in docs/auth.md and rerun `pytest -q`.")
+    assert f"Fix: {TS_ERROR} (from `npm run typecheck`)" in nxt
     critical = section(out, "## Critical Context")
     assert "KeyError: 'user_id'" in critical and TS_ERROR in critical
     assert "Files changed: src/auth/session.py" in critical
@@ -182,8 +185,11 @@ def test_error_resolved_by_a_later_success_is_not_blocked() -> None:
     ]
     out = extract_summary(make_request(messages=msgs))
     assert section(out, "### Blocked") == "(none)"
-    assert "- [x] Ran `pytest -q`" in section(out, "### Done")
-    assert "AssertionError" not in out
+    done = section(out, "### Done")
+    # Resolved: recorded as fixed (the exact error is kept for recall), never as blocking.
+    assert "- [x] Fixed: E   AssertionError: expected 3 (from `pytest -q`)" in done
+    assert "- [x] `pytest` passes" in done
+    assert "AssertionError" not in section(out, "## Next Steps") + section(out, "## Critical Context")
 
 
 def test_error_text_without_is_error_flag_is_detected_for_commands() -> None:
@@ -223,7 +229,7 @@ def test_read_only_commands_are_neither_progress_nor_blockers() -> None:
         result("c", "bash", "ok"),
     ]
     out = extract_summary(make_request(messages=msgs))
-    assert section(out, "### Done") == "- [x] Ran `cd /repo && npm test`"
+    assert section(out, "### Done") == "- [x] `npm test` passes"  # a check that ran, not a chore
     assert section(out, "### Blocked") == "(none)"
 
 
@@ -255,7 +261,7 @@ def test_update_keeps_previous_items_and_adds_new_ones() -> None:
     assert "- We must keep Python 3.11 support." in section(out, "## Constraints & Preferences")
     assert "KeyError: 'user_id'" in section(out, "### Blocked")
     # Next Steps is refreshed from the newest request.
-    assert section(out, "## Next Steps").startswith("1. Now also document the change")
+    assert section(out, "## Next Steps").startswith("1. Finish: Now also document the change")
     assert "<read-files>" not in out  # file tags are appended by code, never carried by the summary
     assert out.count("Files changed:") == 1
 
@@ -334,7 +340,7 @@ def test_output_stays_within_the_token_budget(budget: int) -> None:
     assert tokens(out) <= budget
     assert headings(out) == list(HISTORY_HEADINGS)
     # Next Steps has the highest priority: it survives every budget that can hold it.
-    assert "1. Now also document the change in docs/auth.md" in section(out, "## Next Steps")
+    assert "1. Finish: Now also document the change in docs/auth.md" in section(out, "## Next Steps")
 
 
 def test_lowest_priority_lines_go_first() -> None:

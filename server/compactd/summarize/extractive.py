@@ -1,36 +1,45 @@
 """Embedded extractive summarizer: no network, deterministic, the default backend.
 
-It does not write prose; it *selects* evidence from the conversation (the convertToLlm messages
-in `request.messages`) and files it under the exact headings of the structured formats:
+It does not write prose; it *selects* evidence (summarize.evidence) from the conversation — the
+convertToLlm messages in `request.messages` — and files it under the exact headings of the
+structured formats:
 
 - HISTORY (Q-2): Goal, Constraints & Preferences, Progress (Done / In Progress / Blocked),
   Key Decisions, Next Steps, Critical Context.
 - BRANCH (Q-7): the same without Critical Context.
 - TURN_PREFIX (Q-6): Original Request, Early Progress, Context for Suffix.
 
-Evidence rules:
-- user requests -> Goal (several allowed; short acknowledgements such as "ok" are skipped);
-- user sentences with must / should / don't / never / always / prefer / avoid ... -> Constraints;
-- tool calls whose result succeeded -> Done (`- [x] Edited <path>`, `- [x] Ran <command in backticks>`);
-  read-only tools (read, grep, find, ls, ...) are not progress and are skipped;
-- the latest assistant narration and tool calls without a result -> In Progress (`- [ ] ...`);
-- failed tool results (isError, or unmistakable error text from commands) -> Blocked and Critical
-  Context with the exact error line; an error is dropped once the same call later succeeds;
-- assistant sentences that state a choice (decided, instead of, rather than, ...) -> Key Decisions;
-- the last user request (and unresolved errors) -> Next Steps;
-- file paths and function names the user or assistant mentioned -> Critical Context.
-Paths, commands, function names and error lines are copied verbatim (long lines are clipped).
+What goes where:
+- Goal: the user's task requests (pasted material, acknowledgements, questions asked in passing,
+  corrections and interruptions are not goals), earlier goals first;
+- Constraints: the user's rules (must / never / don't / only / keep ...), earlier ones kept;
+- Done: edits and writes, commits with their messages, renames and deletions (`Renamed a → b`,
+  `Deleted c`), errors that a later run resolved (`Fixed: <exact error>`), checks that pass, other
+  commands that changed something; read-only commands and interruptions are not progress;
+- In Progress: the open task when the conversation stops mid-work, the user's last correction
+  of it, uncommitted changes, calls still waiting for a result;
+- Blocked: errors nothing resolved later, verbatim;
+- Key Decisions: the assistant's stated choices, the ones the user rejected marked as rejected,
+  the user's corrections and directions quoted word for word, the approach adopted after them;
+- Next Steps: from the last open work — finish the open task, re-run the check that last ran
+  before the latest edits, commit uncommitted changes, fix open errors; when the conversation
+  ended with an answer, the next steps it offered; else the earlier ones;
+- Critical Context: error lines the user quoted, open errors, files changed (current names,
+  deleted files left out), renames and deletions, then names mentioned (dropped first).
 
 Update mode (`previous_summary`, or summaries embedded in the conversation as `<summary>` blocks):
-previous items are kept and new ones appended (duplicates removed); previous In Progress items that
-share a path or command with new Done items move to Done; Next Steps is refreshed when there is a
-new request. File-operation tags in the previous text are ignored (code appends them).
+every section of the previous summary is carried forward and merged — also from summaries in
+other layouts (Pi's own: "User Preferences", "Completed Work", "Remaining Work", ...), whose
+headings are mapped by keyword; sections with no counterpart go to Critical Context under their
+own title. Previous In Progress items that share a path or command with new work move to Done
+(all of them when the user has moved on to new tasks); a new open step replaces Next Steps.
+File-operation tags in the previous text are ignored (code appends them).
 
 Empty sections read `(none)`. The output is kept within `request.max_tokens` estimated as
-ceil(UTF-16 chars / 4): the lowest-priority lines are dropped first (decisions, mentions, oldest
-Done items, ...); headings are never dropped. The text is streamed to `on_text` one section at a
-time. `custom_instructions` cannot steer an extractive summary and are ignored. Usage is None
-(no model was called).
+ceil(UTF-16 chars / 4): the lowest-priority lines are dropped first (names mentioned, decisions,
+oldest Done items, ...); headings are never dropped. The text is streamed to `on_text` one
+section at a time. `custom_instructions` cannot steer an extractive summary and are ignored.
+Usage is None (no model was called).
 
 If `request.messages` is empty the serialized `<conversation>` inside `request.prompt` is parsed
 instead (best effort), and `<previous-summary>` is taken from the prompt when not given.
@@ -42,12 +51,13 @@ import asyncio
 import json
 import math
 import re
-from dataclasses import dataclass, field
-from typing import Any
 from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
 
 from ..compaction.prompts import BRANCH_SUMMARY_HEADINGS, SUMMARY_HEADINGS, TURN_PREFIX_HEADINGS
 from .base import OnText, SummaryKind, SummaryRequest, SummaryResult
+from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, looks_failed, sentences
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -76,30 +86,15 @@ GOAL, CONSTRAINTS, DONE, IN_PROGRESS, BLOCKED, DECISIONS, NEXT, CRITICAL = (
 )
 REQUEST, EARLY, SUFFIX = "request", "early", "suffix"
 
-_HEADING_KEYS = {
-    "## Goal": GOAL,
-    "## Constraints & Preferences": CONSTRAINTS,
-    "### Done": DONE,
-    "### In Progress": IN_PROGRESS,
-    "### Blocked": BLOCKED,
-    "## Key Decisions": DECISIONS,
-    "## Next Steps": NEXT,
-    "## Critical Context": CRITICAL,
-    # Turn-prefix headings found in a previous (split-turn) summary fold into the main format.
-    "## Original Request": GOAL,
-    "## Early Progress": DONE,
-    "## Context for Suffix": CRITICAL,
-}
-
 _CAPS = {
-    GOAL: 8,
+    GOAL: 6,
     CONSTRAINTS: 15,
-    DONE: 40,
+    DONE: 60,
     IN_PROGRESS: 6,
-    BLOCKED: 8,
-    DECISIONS: 10,
-    NEXT: 5,
-    CRITICAL: 20,
+    BLOCKED: 6,
+    DECISIONS: 14,
+    NEXT: 6,
+    CRITICAL: 24,
     REQUEST: 1,
     EARLY: 30,
     SUFFIX: 15,
@@ -118,237 +113,28 @@ _PRIORITY = {
     REQUEST: 8,
 }
 
-_MAX_ITEM = 400
 _MAX_ERROR = 300
 _MAX_REQUEST = 1200
-
-_READ_ONLY_TOOLS = {
-    "read",
-    "grep",
-    "find",
-    "ls",
-    "glob",
-    "search",
-    "rg",
-    "list",
-    "view",
-    "cat",
-    "web_search",
-    "fetch",
-    "webfetch",
-    "todo_read",
-    "todoread",
-}
-_ACK = re.compile(
-    r"^(?:y|yes|yeah|yep|ok|okay|k|sure|thanks|thank you|thx|go|go ahead|continue|proceed|do it|please do|"
-    r"sounds good|great|nice|cool|perfect|lgtm|next|done|no|nope)[.!]*$",
-    re.IGNORECASE,
-)
-_CONSTRAINT = re.compile(
-    r"\b(?:must|mustn't|should|shouldn't|don't|do not|never|always|prefer|preferably|avoid|make sure|"
-    r"ensure|only use|required?|requirement|need to|needs to|has to|have to|"
-    r"no more than|at most|at least|instead of)\b",
-    re.IGNORECASE,
-)
-# Shell commands that only look at things: not progress, and their "failures" (grep: no match) are noise.
-_READ_ONLY_COMMANDS = {
-    "grep",
-    "rg",
-    "ag",
-    "ls",
-    "cat",
-    "head",
-    "tail",
-    "find",
-    "fd",
-    "wc",
-    "echo",
-    "pwd",
-    "which",
-    "tree",
-    "stat",
-    "file",
-    "less",
-    "more",
-    "du",
-    "df",
-    "env",
-    "printenv",
-    "type",
-    "sed",
-    "awk",
-    "jq",
-    "diff",
-    "nl",
-    "sort",
-    "uniq",
-    "cut",
-}
-_READ_ONLY_GIT = {"status", "log", "diff", "show", "branch", "blame", "grep", "ls-files", "rev-parse"}
-
-
-def _is_read_only_command(command: str) -> bool:
-    unquoted = re.sub(r"'[^']*'|\"(?:[^\"\\]|\\.)*\"", "''", command)  # a quoted `|` is not a pipe
-    segments = [seg.strip() for seg in re.split(r"&&|\|\||;|\||\n", unquoted) if seg.strip()]
-    words = [seg.split() for seg in segments]
-    words = [w for w in words if w and w[0] != "cd"]
-    if not words:
-        return True
-    for w in words:
-        if w[0] == "git" and len(w) > 1 and w[1] in _READ_ONLY_GIT:
-            continue
-        if w[0] == "sed" and "-i" in w:
-            return False
-        if w[0] not in _READ_ONLY_COMMANDS:
-            return False
-    return True
-
-
-_DECISION = re.compile(
-    r"\b(?:decided|decide to|decision|instead of|rather than|chose|choose|chosen|going with|go with|"
-    r"opted|switch(?:ed)? to|will use|I'll use|we'll use|settled on|approach is|plan is)\b",
-    re.IGNORECASE,
-)
-_TYPED_ERROR = re.compile(
-    r"(?:^|\s)(?:[A-Z]\w*(?:Error|Exception)|error(?:\[\w+\])?|error TS\d+|fatal|FAIL(?:ED)?|panic)\b\s*:"
-    r"|npm ERR!|command not found|No such file or directory",
-)
-_GENERIC_ERROR = re.compile(
-    r"error|exception|failed|failure|fatal|not found|denied|cannot|can't|invalid|undefined|refused|"
-    r"timed out|exited with code [1-9]",
-    re.IGNORECASE,
-)
-_EXIT_LINE = re.compile(r"^Command exited with code \d+$")
+_FILES_CHANGED = "Files changed: "
+_FILES_RENAMED = "Files renamed: "
+_FILES_DELETED = "Files deleted: "
+_MENTIONED = "Mentioned: "
+_USER_ERROR = "Error reported by the user: "
+_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
+_LIST_MARK = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
 _PATH = re.compile(
     r"(?<![\w@:/])(?:\.{0,2}/)?(?:[\w.@-]+/)+[\w.@-]*\w"
     r"|\b[\w-]+\.(?:py|pyi|ts|tsx|js|jsx|mjs|cjs|json|jsonl|md|go|rs|java|kt|c|h|cc|cpp|hpp|cs|rb|php|"
     r"swift|toml|yaml|yml|ini|cfg|sh|bash|zsh|txt|css|scss|html|sql|proto|lock|xml|vue|svelte)\b"
 )
-_FUNC = re.compile(r"\b[A-Za-z_][\w]*(?:\.[A-Za-z_]\w*)*\(\)")
-_CODE = re.compile(r"`([^`\n]{2,80})`")
-_SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
-_FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
-_BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
-_LIST_MARK = re.compile(r"^\s*(?:[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+)")
 
 
 def _u16(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
 
 
-def _clip(text: str, limit: int = _MAX_ITEM) -> str:
-    text = " ".join(text.split()) if "\n" in text else text.strip()
-    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
-
-
 def _norm(text: str) -> str:
     return re.sub(r"\W+", " ", text.lower()).strip()
-
-
-def _text_of(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text")
-    return ""
-
-
-def _sentences(text: str) -> list[str]:
-    out = []
-    for line in text.splitlines():
-        line = line.strip()
-        if not line or line.startswith("```"):
-            continue
-        out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z`\"'(\[])", line) if s.strip())
-    return out
-
-
-def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip()
-    return ""
-
-
-def _error_line(text: str) -> str:
-    """The most telling line of an error output, verbatim (minified/huge lines avoided)."""
-    all_lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _EXIT_LINE.match(ln.strip())]
-    lines = [ln for ln in all_lines if len(ln) <= 300] or all_lines
-    typed = [ln for ln in lines if _TYPED_ERROR.search(ln)]
-    if typed:
-        # Python tracebacks end with the real exception; compilers report the first error first.
-        return typed[-1] if "Traceback (most recent call last)" in text else typed[0]
-    for ln in lines:
-        if _GENERIC_ERROR.search(ln):
-            return ln
-    if lines:
-        return lines[0]
-    return _first_line(text) or "(no output)"
-
-
-def _looks_failed(text: str) -> bool:
-    """Unmistakable failure text in a result that was not flagged isError (commands only)."""
-    head = text[:4000]
-    return bool(
-        re.search(r"Command exited with code [1-9]\d*\s*$", text.strip())
-        or re.search(r"^(?:error|fatal)(?:\[\w+\])?:", head, re.IGNORECASE | re.MULTILINE)
-        or "Traceback (most recent call last)" in head
-        or re.search(r"command not found|npm ERR!", head)
-    )
-
-
-@dataclass
-class _Call:
-    name: str
-    args: dict[str, Any]
-    seq: int
-
-    @property
-    def key(self) -> tuple[str, str]:
-        return (
-            self.name,
-            str(self.args.get("path") or self.args.get("command") or self.args.get("file_path") or ""),
-        )
-
-    def short(self) -> str:
-        """How the call is named inside a sentence: the command, or the tool and its path."""
-        a = self.args
-        if "command" in a:
-            return f"`{_clip(str(a['command']), 300)}`"
-        path = a.get("path") or a.get("file_path") or a.get("file")
-        return f"{self.name} {path}" if path else self.name
-
-    def describe(self) -> str:
-        a, n = self.args, self.name
-        path = a.get("path") or a.get("file_path") or a.get("file")
-        if n == "bash" or (n in ("shell", "exec", "run", "terminal") and "command" in a):
-            return f"Ran `{_clip(str(a.get('command', '')), 300)}`"
-        if n in ("edit", "multi_edit", "multiedit", "str_replace") and path:
-            return f"Edited {path}"
-        if n in ("write", "create") and path:
-            return f"Wrote {path}"
-        if path:
-            return f"{n} {path}"
-        shown = ", ".join(
-            f"{k}={_clip(json.dumps(v, ensure_ascii=False), 60)}" for k, v in list(a.items())[:2]
-        )
-        return f"{n}({shown})"
-
-
-@dataclass
-class _Evidence:
-    requests: list[str] = field(default_factory=list)  # full user request texts, in order
-    constraints: list[str] = field(default_factory=list)
-    done: list[str] = field(default_factory=list)
-    errors: list[tuple[str, str]] = field(
-        default_factory=list
-    )  # (call.short(), exact error line), unresolved
-    pending: list[str] = field(default_factory=list)
-    narration: list[str] = field(default_factory=list)  # assistant text blocks, in order
-    decisions: list[str] = field(default_factory=list)
-    mentions: list[str] = field(default_factory=list)
-    embedded: list[str] = field(default_factory=list)  # <summary> bodies found in the conversation
-    modified: list[str] = field(default_factory=list)
 
 
 def _dedupe(items: Iterable[str]) -> list[str]:
@@ -362,134 +148,109 @@ def _dedupe(items: Iterable[str]) -> list[str]:
     return out
 
 
-def _collect(messages: list[dict[str, Any]]) -> _Evidence:
-    ev = _Evidence()
-    calls: dict[str, _Call] = {}
-    pending: dict[str, _Call] = {}
-    failures: list[tuple[_Call, str]] = []
-    successes: list[_Call] = []
-    done_counts: dict[str, int] = {}
-    seq = 0
-    last_assistant_seq = -1
-
-    def read_only(call: _Call) -> bool:
-        if call.name in _READ_ONLY_TOOLS:
-            return True
-        return call.name == "bash" and _is_read_only_command(str(call.args.get("command", "")))
-
-    def record_success(call: _Call) -> None:
-        successes.append(call)
-        if read_only(call):
-            return
-        desc = call.describe()
-        if desc not in done_counts:
-            ev.done.append(desc)
-        done_counts[desc] = done_counts.get(desc, 0) + 1
-        path = call.args.get("path")
-        if call.name in ("edit", "write") and isinstance(path, str) and path and path not in ev.modified:
-            ev.modified.append(path)
-
-    for msg in messages:
-        if not isinstance(msg, dict):
-            continue
-        seq += 1
-        role = msg.get("role")
-        if role == "user":
-            text = _text_of(msg.get("content"))
-            blocks = _SUMMARY_BLOCK.findall(text)
-            if blocks:
-                ev.embedded.extend(blocks)
-                continue
-            bash = _BASH_USER.match(text)
-            if bash:
-                call = _Call("bash", {"command": bash.group("cmd")}, seq)
-                rest = bash.group("rest")
-                if "(command cancelled)" in rest:
-                    continue
-                if re.search(r"Command exited with code [1-9]", rest):
-                    failures.append((call, _error_line(rest)))
-                else:
-                    record_success(call)
-                continue
-            if not text.strip():
-                continue
-            ev.requests.append(text.strip())
-            ev.constraints.extend(
-                _LIST_MARK.sub("", s)
-                for s in _sentences(text)
-                if _CONSTRAINT.search(s) and not s.endswith("?") and len(s) <= 300
-            )
-            ev.mentions.extend(_PATH.findall(text) + _FUNC.findall(text) + _CODE.findall(text))
-        elif role == "assistant":
-            last_assistant_seq = seq
-            content = msg.get("content")
-            for block in content if isinstance(content, list) else []:
-                if not isinstance(block, dict):
-                    continue
-                if block.get("type") == "text" and block.get("text", "").strip():
-                    ev.narration.append(block["text"].strip())
-                    ev.decisions.extend(s for s in _sentences(block["text"]) if _DECISION.search(s))
-                    ev.mentions.extend(_FUNC.findall(block["text"]))
-                elif block.get("type") == "toolCall":
-                    args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
-                    call = _Call(str(block.get("name", "tool")), args, seq)
-                    cid = str(block.get("id", f"call{seq}"))
-                    calls[cid] = call
-                    pending[cid] = call
-        elif role == "toolResult":
-            cid = str(msg.get("toolCallId", ""))
-            call = calls.get(cid) or _Call(str(msg.get("toolName", "tool")), {}, seq)
-            pending.pop(cid, None)
-            text = _text_of(msg.get("content"))
-            command_like = call.name not in _READ_ONLY_TOOLS and call.name not in ("edit", "write")
-            if msg.get("isError") or (command_like and _looks_failed(text)):
-                failures.append((call, _error_line(text)))
-            else:
-                record_success(call)
-
-    ev.done = [f"{d} (×{done_counts[d]})" if done_counts.get(d, 1) > 1 else d for d in ev.done]
-    # An error is resolved when the same call (tool + path/command) succeeded afterwards.
-    for call, line in failures:
-        if read_only(call):
-            continue
-        if not any(s.key == call.key and s.seq > call.seq for s in successes):
-            ev.errors.append((call.short(), line))
-    # Only the newest assistant message can still be waiting for results; older calls without a
-    # result belong to aborted runs.
-    ev.pending = [f"{c.describe()} (no result yet)" for c in pending.values() if c.seq == last_assistant_seq]
-    ev.constraints = _dedupe(_clip(s) for s in ev.constraints)
-    ev.decisions = _dedupe(_clip(s) for s in ev.decisions)
-    ev.mentions = _dedupe(ev.mentions)
-    return ev
-
-
-# -- parsing previous summaries ---------------------------------------------------------------
-def _parse_summary(text: str) -> dict[str, list[str]]:
-    text = _FILE_TAGS.sub("", text)
-    sections: dict[str, list[str]] = {}
-    current: str | None = None
-    for raw in text.splitlines():
-        line = raw.rstrip()
-        stripped = line.strip()
-        if stripped in _HEADING_KEYS:
-            current = _HEADING_KEYS[stripped]
-            continue
-        if stripped.startswith("#") or stripped in ("---", "**Turn Context (split turn):**"):
-            current = None  # "## Progress" itself, unknown sections, split-turn separators
-            continue
-        if current is None or not stripped:
-            continue
-        item = _LIST_MARK.sub("", stripped).strip()
-        if not item or item == NONE:
-            continue
-        sections.setdefault(current, []).append(item)
-    return sections
-
-
 def _tokens(text: str) -> set[str]:
     """Paths and backticked code in a line, used to match work items across summaries."""
     found = set(_PATH.findall(text)) | set(re.findall(r"`([^`]+)`", text))
     return {t for t in found if len(t) > 2}
+
+
+# -- parsing previous summaries ---------------------------------------------------------------
+# Heading keywords -> section, first match wins. Our own headings and Pi's, whatever the layout.
+_HEADING_MAP: tuple[tuple[str, str | None], ...] = (
+    ("turn context", None),
+    ("original request", GOAL),
+    ("early progress", DONE),
+    ("context for suffix", CRITICAL),
+    ("constraint", CONSTRAINTS),
+    ("preference", CONSTRAINTS),
+    ("rule", CONSTRAINTS),
+    ("requirement", CONSTRAINTS),
+    ("blocked", BLOCKED),
+    ("blocker", BLOCKED),
+    ("in progress", IN_PROGRESS),
+    ("current", IN_PROGRESS),
+    ("decision", DECISIONS),
+    ("agreed", DECISIONS),
+    ("pattern", DECISIONS),
+    ("architecture", DECISIONS),
+    ("next", NEXT),
+    ("remaining", NEXT),
+    ("todo", NEXT),
+    ("to do", NEXT),
+    ("done", DONE),
+    ("completed", DONE),
+    ("finished", DONE),
+    ("progress made", DONE),
+    ("work", DONE),
+    ("release", DONE),
+    ("committed", DONE),
+    ("goal", GOAL),
+    ("objective", GOAL),
+    ("overview", GOAL),
+    ("critical", CRITICAL),
+    ("context", CRITICAL),
+)
+
+
+def _heading_key(title: str) -> str | None | bool:
+    """A section key, None for "skip this heading's text", False for "no counterpart"."""
+    t = title.lower()
+    if t.strip() == "progress":
+        return None  # "## Progress" only groups Done / In Progress / Blocked
+    for word, key in _HEADING_MAP:
+        if word in t:
+            return key
+    return False
+
+
+def _parse_summary(text: str) -> dict[str, list[str]]:
+    text = _FILE_TAGS.sub("", text)
+    sections: dict[str, list[str]] = {}
+    current: str | None = None
+    prefix = ""
+    level_of_current = 0
+    fence: list[str] | None = None
+    for raw in text.splitlines():
+        stripped = raw.strip()
+        if stripped.startswith("```"):
+            if fence is None:
+                fence = []
+            else:
+                if current is not None and fence:
+                    sections.setdefault(current, []).append(prefix + clip(" / ".join(fence), 400))
+                fence = None
+            continue
+        if fence is not None:
+            if stripped:
+                fence.append(stripped)
+            continue
+        m = re.match(r"^(#{1,6})\s+(.*?)\s*$", stripped)
+        if m:
+            level, title = len(m.group(1)), m.group(2).strip("*: ")
+            if level == 1:
+                current, prefix = None, ""
+                continue
+            key = _heading_key(title)
+            if key is False:
+                if current is not None and level > level_of_current:
+                    sections.setdefault(current, []).append(prefix + title)  # a sub-heading of a known section
+                    continue
+                current, prefix, level_of_current = CRITICAL, f"{title}: ", level
+            else:
+                current, prefix, level_of_current = key, "", level  # type: ignore[assignment]
+            continue
+        if stripped in ("---", "**Turn Context (split turn):**"):
+            current = None
+            continue
+        if current is None or not stripped or re.match(r"^\|?\s*:?-{3,}", stripped):
+            continue
+        item = _LIST_MARK.sub("", stripped).strip()
+        if item.startswith("|"):
+            item = " | ".join(c.strip() for c in item.strip("|").split("|"))
+        if not item or item in (NONE, "- (none)"):
+            continue
+        sections.setdefault(current, []).append(prefix + item)
+    return sections
 
 
 # -- assembling and trimming ------------------------------------------------------------------
@@ -501,23 +262,21 @@ class _Line:
     order: int
 
 
-_FILES_CHANGED = "Files changed: "
-_MENTIONED = "Mentioned: "
-
-
-def _goal(request: str) -> str:
-    """A request's aim: its leading non-constraint sentences (constraints are listed separately)."""
-    sentences = _sentences(request)
+def _goal(request: str, limit: int = 400) -> str:
+    """A request's aim: its leading sentences (later rules are listed as constraints), at most
+    `limit` characters; fragments of a few words only lead when nothing else does."""
     picked: list[str] = []
-    for s in sentences:
-        if _CONSTRAINT.search(s) and picked:
+    for s in sentences(request):
+        s = _LIST_MARK.sub("", s).strip()
+        if picked and (CONSTRAINT_RE.search(s) or len(s.split()) < 4):
             continue
-        picked.append(s)
-        if sum(len(p) for p in picked) >= 40:
+        if sum(len(p) + 1 for p in picked) + len(s) > limit and picked:
             break
-    if picked and _CONSTRAINT.search(picked[0]) and len(picked) > 1:
-        picked = picked[1:] if not _CONSTRAINT.search(picked[1]) else picked
-    return _clip(" ".join(picked) if picked else _first_line(request), 300)
+        picked.append(s)
+        if sum(len(p) for p in picked) >= 200:
+            break
+    text = " ".join(picked) if picked else request.strip()
+    return clip(text, limit)
 
 
 def _decision_line(sentence: str) -> str:
@@ -576,7 +335,57 @@ def _fit(kind: SummaryKind, lines: list[_Line], max_tokens: int) -> str:
     return text  # headings only: never dropped
 
 
-def _build_lines(kind: SummaryKind, ev: _Evidence, previous: list[dict[str, list[str]]]) -> list[_Line]:
+def _trim_done(items: list[tuple[str, str]], cap: int) -> list[str]:
+    """Keep `cap` Done items: plain commands go first, then other tools, then the oldest items."""
+    kept = list(items)
+    for kind in ("command", "other"):
+        while len(kept) > cap:
+            idx = next((i for i, (k, _) in enumerate(kept) if k == kind), None)
+            if idx is None:
+                break
+            kept.pop(idx)
+    return [t for _, t in kept[-cap:]]
+
+
+def _decisions(ev: Evidence) -> list[tuple[str, str]]:
+    out = []
+    for d in ev.decisions:
+        text = clip(d.text, 500)
+        if d.kind == "rejected":
+            out.append(("rejected", f"**Rejected by the user**: {text}"))
+        elif d.kind == "user":
+            out.append(("user", f"**User**: {text}"))
+        elif d.kind == "adopted":
+            out.append(("adopted", f"**Adopted instead**: {text}"))
+        else:
+            out.append(("assistant", _decision_line(text)))
+    return out
+
+
+def _offered_steps(final_text: str) -> list[str]:
+    """Next steps an answer offers: items of a list introduced by "next", or closing offers."""
+    steps: list[str] = []
+    in_next = False
+    for line in final_text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if re.search(r"\bnext\b[^.]*:\s*\**$|^#+\s.*\bnext\b", s, re.I):
+            in_next = True
+            continue
+        if in_next and _LIST_MARK.match(s):
+            steps.append(clip(_LIST_MARK.sub("", s), 200))
+        elif in_next:
+            in_next = False
+    for s in sentences(final_text)[-4:]:
+        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
+            steps.append(clip("Offered: " + s, 300))
+        elif re.match(r"^next(?: is| up| step)?\b", s, re.I):
+            steps.append(clip(s, 300))
+    return steps
+
+
+def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[str]]]) -> list[_Line]:
     lines: list[_Line] = []
     counter = 0
 
@@ -591,27 +400,33 @@ def _build_lines(kind: SummaryKind, ev: _Evidence, previous: list[dict[str, list
         cap = _CAPS[section]
         return items[-cap:] if len(items) > cap else items
 
-    requests = [r for r in ev.requests if not _ACK.match(r.strip()) and len(r.split()) >= 2]
-    goals_new = [_goal(r) for r in requests]
-    last_request = requests[-1] if requests else None
-    errors = [f"{what} failed: {_clip(line, _MAX_ERROR)}" for what, line in ev.errors]
-    narr_last = None
-    for block in reversed(ev.narration):  # newest narration that says something
-        first = next(iter(_sentences(block)), "")
-        if len(re.findall(r"[^\W\d_]{2,}", first)) >= 2:
-            narr_last = _clip(first, 300)
-            break
+    errors = [f"{f.call.short()} failed: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
+    # Errors a later run resolved, when they say something (a typed error of a command).
+    fixed = [f"Fixed: {clip(f.line, _MAX_ERROR)} (from `{clip(f.call.command, 100)}`)" for f in ev.fixed
+             if f.call.command and TYPED_ERROR_RE.search(f.line)][-6:]
+    done_new: list[tuple[str, str]] = [(k, t) for _, k, t in ev.done]
+    last_task = ev.tasks[-1][1] if ev.tasks else None  # the newest task is the open work
+    # Open work: the conversation stops in the middle of tool calls, or on a request not yet answered.
+    unanswered = ev.last_user_seq > ev.last_assistant_seq
+    open_work = ev.ends_mid_work or bool(ev.pending) or unanswered
+    last_correction = ev.corrections[-1] if ev.corrections else None
+    correction_is_latest = bool(last_correction and (not ev.tasks or last_correction[0] > ev.tasks[-1][0]))
 
     if kind == SummaryKind.TURN_PREFIX:
-        first = ev.requests[0] if ev.requests else None
-        add(REQUEST, [_clip(first, _MAX_REQUEST)] if first else [])
-        add(EARLY, capped(EARLY, [*ev.done, *errors]))
-        suffix = [*([narr_last] if narr_last else []), *ev.pending]
+        # The turn's request, word for word (it is the first user message of the prefix).
+        add(REQUEST, [clip(ev.first_user_raw, _MAX_REQUEST)] if ev.first_user_raw else [])
+        add(EARLY, capped(EARLY, [*[t for _, t in done_new], *fixed, *errors]))
+        suffix = []
+        narr = _last_narration(ev)
+        if narr:
+            suffix.append(narr)
+        suffix += ev.pending
         if ev.modified:
             suffix.append("Files changed so far: " + ", ".join(ev.modified))
-        suffix += [f"Error from {what}: {_clip(line, _MAX_ERROR)}" for what, line in ev.errors]
-        if ev.constraints:
-            suffix += [f"Constraint: {c}" for c in ev.constraints]
+        if ev.read:
+            suffix.append("Files read so far: " + ", ".join(ev.read[-10:]))
+        suffix += [f"Error from {f.call.short()}: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
+        suffix += [f"Constraint: {c}" for c in ev.constraints]
         add(SUFFIX, capped(SUFFIX, suffix))
         return lines
 
@@ -620,47 +435,101 @@ def _build_lines(kind: SummaryKind, ev: _Evidence, previous: list[dict[str, list
         for k, v in p.items():
             prev.setdefault(k, []).extend(v)
 
-    done_new = list(ev.done)
-    new_tokens = set().union(*(_tokens(d) for d in done_new)) if done_new else set()
+    new_tokens = set().union(*(_tokens(t) for _, t in done_new)) if done_new else set()
     prev_in_progress, moved = [], []
     for it in prev.get(IN_PROGRESS, []):
-        (moved if _tokens(it) & new_tokens else prev_in_progress).append(it)
-    prev_blocked = [b for b in prev.get(BLOCKED, []) if not (_tokens(b) & new_tokens)]
+        (moved if ev.tasks or _tokens(it) & new_tokens else prev_in_progress).append(it)
+    fixed_text = " ".join(fixed)
+    prev_blocked = [b for b in prev.get(BLOCKED, []) if not (_tokens(b) & new_tokens) and b not in fixed_text]
 
-    goals = _dedupe([*prev.get(GOAL, []), *goals_new])
-    if len(goals) > _CAPS[GOAL]:  # the original aims and the newest requests matter most
+    # Goal: earlier goals, then the tasks of this part (the first and the newest ones).
+    tasks = [_goal(t) for _, t in ev.tasks]
+    if len(tasks) > 5:
+        tasks = tasks[:2] + tasks[-3:]
+    goals = _dedupe([*prev.get(GOAL, [])[:3], *tasks])
+    if len(goals) > _CAPS[GOAL]:
         goals = goals[:2] + goals[-(_CAPS[GOAL] - 2) :]
     add(GOAL, goals)
     add(CONSTRAINTS, capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *ev.constraints]))
-    add(DONE, capped(DONE, [*prev.get(DONE, []), *moved, *done_new]))
-    in_progress = [*ev.pending, *([narr_last] if narr_last else [])]
+
+    checks_ok = [f"`{fam}` passes" for fam, (seq, ok) in ev.checks.items() if ok and seq >= ev.last_edit_seq]
+    done_items = [("prev", t) for t in prev.get(DONE, [])] + [("prev", t) for t in moved]
+    done_items += done_new + [("fixed", t) for t in fixed] + [("check", t) for t in checks_ok]
+    seen: set[str] = set()
+    done_items = [(k, t) for k, t in done_items if not (_norm(t) in seen or seen.add(_norm(t)))]  # type: ignore[func-returns-value]
+    add(DONE, _trim_done(done_items, _CAPS[DONE]))
+
+    in_progress: list[str] = []
+    if open_work and last_task:
+        in_progress.append("Working on: " + _goal(last_task, 300))
+    if ev.ends_mid_work and ev.last_step:
+        in_progress.append("Last step: " + ev.last_step)
+    if open_work and correction_is_latest and last_correction:
+        in_progress.append(f'Reworking it after the user\'s correction: "{clip(last_correction[1], 300)}"')
+    if ev.uncommitted:
+        in_progress.append("Uncommitted changes: " + ", ".join(ev.uncommitted[-8:]))
+    in_progress += ev.pending
     add(IN_PROGRESS, capped(IN_PROGRESS, [*prev_in_progress, *in_progress]))
     add(BLOCKED, capped(BLOCKED, [*prev_blocked, *errors]))
-    add(DECISIONS, capped(DECISIONS, [*prev.get(DECISIONS, []), *(_decision_line(d) for d in ev.decisions)]))
+
+    decisions = [("prev", d) for d in prev.get(DECISIONS, [])] + _decisions(ev)
+    while len(decisions) > _CAPS[DECISIONS]:  # plain choices go before rejections and user quotes
+        idx = next((i for i, (k, _) in enumerate(decisions) if k in ("assistant", "prev")), 0)
+        decisions.pop(idx)
+    add(DECISIONS, _dedupe(t for _, t in decisions))
+
     nexts: list[str] = []
-    if last_request:
-        nexts.append(_goal(last_request))
-    nexts += [f"Resolve: {_clip(line, _MAX_ERROR)}" for _, line in ev.errors[-2:]]
-    add(NEXT, capped(NEXT, nexts if nexts else prev.get(NEXT, [])))
+    if open_work and last_task:
+        nexts.append("Finish: " + _goal(last_task, 300))
+    if ev.final_text:
+        nexts += _offered_steps(ev.final_text)
+    for fam, (seq, ok) in ev.checks.items():
+        if ok and seq < ev.last_edit_seq:  # passed, but edits came after: check again
+            nexts.append(f"Run `{fam}` again")
+    if ev.uncommitted:
+        nexts.append("Commit the changes to " + ", ".join(ev.uncommitted[-5:]))
+    nexts += [f"Fix: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.errors[-2:]]
+    if not nexts and ev.final_text and ev.tasks and not prev.get(NEXT):
+        nexts.append("Nothing pending: the last request was answered; wait for the user's next one")
+    add(NEXT, capped(NEXT, _dedupe(nexts) if nexts else prev.get(NEXT, [])))
+
     if kind == SummaryKind.HISTORY:
-        # "Files changed:" and "Mentioned:" lines of earlier summaries merge into the new ones.
-        critical, modified, mentions = [], [], []
+        critical, modified, mentions, renamed, deleted = [], [], [], [], []
         for item in prev.get(CRITICAL, []):
-            if item.startswith(_FILES_CHANGED):
-                modified += item[len(_FILES_CHANGED) :].split(", ")
-            elif item.startswith(_MENTIONED):
-                mentions += item[len(_MENTIONED) :].split(", ")
+            for label, bucket in ((_FILES_CHANGED, modified), (_MENTIONED, mentions), (_FILES_RENAMED, renamed),
+                                  (_FILES_DELETED, deleted)):
+                if item.startswith(label):
+                    bucket += item[len(label) :].split(", ")
+                    break
             else:
                 critical.append(item)
-        critical += [f"Error from {what}: {_clip(line, _MAX_ERROR)}" for what, line in ev.errors]
+        critical += [_USER_ERROR + e for e in ev.user_errors[-4:]]
+        critical += [f"Error from {f.call.short()}: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
+        renamed = _dedupe([*renamed, *(f"{a} → {b}" for a, b in ev.renamed)])
+        deleted = _dedupe([*deleted, *ev.deleted])
         modified = _dedupe([*modified, *ev.modified])
+        for src, dst in ev.renamed:
+            modified = [dst if m == src else m for m in modified]
+        modified = [m for m in modified if m not in deleted]
         if modified:
             critical.append(_FILES_CHANGED + ", ".join(modified))
+        if renamed:
+            critical.append(_FILES_RENAMED + ", ".join(renamed[-20:]))
+        if deleted:
+            critical.append(_FILES_DELETED + ", ".join(deleted[-20:]))
         add(CRITICAL, capped(CRITICAL, critical))
-        mentions = _dedupe([*mentions, *(_clip(m, 120) for m in ev.mentions)])
+        mentions = _dedupe([*mentions, *(clip(m, 120) for m in ev.mentions)])
         if mentions:  # least important: the first thing to go when the budget is tight
             add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)
     return lines
+
+
+def _last_narration(ev: Evidence) -> str | None:
+    for block in reversed(ev.narration):  # newest narration that says something
+        first = next(iter(sentences(block)), "")
+        if len(re.findall(r"[^\W\d_]{2,}", first)) >= 2:
+            return clip(first, 300)
+    return None
 
 
 # -- fallback: parse the serialized conversation out of the prompt ----------------------------
@@ -708,7 +577,7 @@ def _messages_from_prompt(prompt: str) -> list[dict[str, Any]]:
                     "role": "toolResult",
                     "toolCallId": cid,
                     "content": [{"type": "text", "text": text}],
-                    "isError": _looks_failed(text),
+                    "isError": looks_failed(text),
                 }
             )
     return messages
@@ -721,7 +590,7 @@ def extract_summary(request: SummaryRequest) -> str:
     if previous_text is None:
         pm = re.search(r"<previous-summary>\n(.*?)\n</previous-summary>", request.prompt, re.DOTALL)
         previous_text = pm.group(1) if pm else None
-    ev = _collect(messages)
+    ev = collect(messages)
     previous = [_parse_summary(t) for t in ev.embedded]
     if previous_text and request.kind != SummaryKind.TURN_PREFIX:
         previous.append(_parse_summary(previous_text))

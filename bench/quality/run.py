@@ -1,0 +1,190 @@
+"""Score summarizers on the probe regions: generated stories and real Pi sessions.
+
+Columns ("contenders"): the embedded extractive summarizer (always), a configured model (when the
+settings of the current folder name one), Pi's stored LLM summaries (regions that have one), and
+two guards that keep the probes honest — a dump of the region's file paths (must score near 0)
+and the raw region text itself (must score near 100%).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from compactd.samples.probes import CATEGORIES, Score, score_probes
+from compactd.samples.story import generate_story
+from compactd.summarize.base import Summarizer
+from compactd.summarize.extractive import ExtractiveSummarizer
+
+from .real import real_regions
+from .regions import Region, index_of, lines_to_path
+
+SEEDS = tuple(range(1, 13))
+SMOKE_SEEDS = (1, 2, 3)
+
+
+def generated_regions(seeds: Iterable[int]) -> list[Region]:
+    out = []
+    for seed in seeds:
+        story = generate_story(seed)
+        path = lines_to_path(story.lines)
+        out.append(Region(f"story seed {seed}", "generated", path, index_of(path, story.region_start_id),
+                          index_of(path, story.first_kept_id), story.probes, previous_summary=story.previous_summary))
+    return out
+
+
+def all_regions(*, smoke: bool = False) -> list[Region]:
+    return generated_regions(SMOKE_SEEDS if smoke else SEEDS) + real_regions()
+
+
+_PATHISH = re.compile(r"(?:[\w.@-]+/)+[\w.@-]+|[\w-]+\.(?:py|ts|js|json|md|toml|txt|sh)\b")
+
+
+def path_dump(region: Region) -> str:
+    """Guard: every file path of the region, in Pi's file-tag format, and nothing else."""
+    paths: dict[str, None] = {}
+    for m in region.messages():
+        content = m.get("content")
+        for block in content if isinstance(content, list) else []:
+            if isinstance(block, dict) and block.get("type") == "toolCall":
+                args = block.get("arguments") or {}
+                for value in args.values() if isinstance(args, dict) else []:
+                    for p in _PATHISH.findall(str(value)):
+                        paths[p] = None
+    return "<modified-files>\n" + "\n".join(paths) + "\n</modified-files>"
+
+
+_HEADING_MARK = re.compile(r"^#{1,6}\s+", re.MULTILINE)
+
+
+def raw_text(region: Region) -> str:
+    """Guard: the region's serialized conversation (and the previous summary it would update).
+    Markdown heading marks are removed: a transcript has no summary sections, and headings quoted
+    in it must not be mistaken for them."""
+    return _HEADING_MARK.sub("", (region.previous_summary or "") + "\n\n" + region.conversation_text())
+
+
+@dataclass
+class Result:
+    contender: str
+    region: Region
+    text: str
+    score: Score
+    seconds: float
+
+
+@dataclass
+class Report:
+    results: list[Result] = field(default_factory=list)
+
+    def contenders(self) -> list[str]:
+        return list(dict.fromkeys(r.contender for r in self.results))
+
+    def score(self, contender: str, *, source: str | None = None, regions: set[str] | None = None) -> Score:
+        total = Score()
+        for r in self.results:
+            if r.contender != contender or (source and r.region.source != source):
+                continue
+            if regions is not None and r.region.name not in regions:
+                continue
+            total.extend(r.score)
+        return total
+
+
+def _summarize(summarizer: Summarizer, region: Region) -> tuple[str, float]:
+    t0 = time.perf_counter()
+    result = asyncio.run(summarizer.summarize(region.request()))
+    return result.text, time.perf_counter() - t0
+
+
+def configured_model() -> Summarizer | None:
+    """The summarizer the settings of the current folder configure, unless it is the embedded one."""
+    from compactd.engine.settings import build_summarizer, load_settings
+
+    try:
+        summarizer = build_summarizer(load_settings(os.getcwd()))
+    except Exception as exc:  # unusable settings: no model row, and say why
+        print(f"summary quality: no model row ({exc})", file=sys.stderr)
+        return None
+    return None if summarizer.name == "extractive" else summarizer
+
+
+def run_contender(name: str, regions: list[Region], produce: Callable[[Region], tuple[str, float] | None]) -> list[Result]:
+    out = []
+    for region in regions:
+        produced = produce(region)
+        if produced is None:
+            continue
+        text, seconds = produced
+        out.append(Result(name, region, text, score_probes(text, region.probes), seconds))
+    return out
+
+
+def evaluate(regions: list[Region], *, model: Summarizer | None = None) -> Report:
+    report = Report()
+    embedded = ExtractiveSummarizer()
+    report.results += run_contender("embedded", regions, lambda r: _summarize(embedded, r))
+    if model is not None:
+        report.results += run_contender(f"model ({model.name})", regions, lambda r: _summarize(model, r))
+    report.results += run_contender("pi stored", regions,
+                                    lambda r: (r.stored_summary, 0.0) if r.stored_summary else None)
+    report.results += run_contender("guard: file paths", regions, lambda r: (path_dump(r), 0.0))
+    report.results += run_contender("guard: raw text", regions, lambda r: (raw_text(r), 0.0))
+    return report
+
+
+def pct(passed: int, total: int) -> str:
+    return f"{100 * passed / total:.0f}%" if total else "–"
+
+
+def category_scores(score: Score) -> dict[str, str]:
+    cats = score.by_category()
+    out = {c: pct(*cats[c]) if c in cats else "–" for c in CATEGORIES}
+    out["overall"] = pct(score.passed, score.total)
+    out["probes"] = str(score.total)
+    out["forbidden"] = str(score.forbidden)
+    return out
+
+
+def table(report: Report) -> str:
+    """Per contender and source: scores per category, overall, forbidden matches; then the
+    head-to-head on the regions that have a stored Pi summary."""
+    header = ["contender", "regions", *CATEGORIES, "overall", "probes", "forbidden"]
+    rows = [header]
+    for c in report.contenders():
+        for source in ("generated", "real", None):
+            s = report.score(c, source=source)
+            if not s.total:
+                continue
+            cs = category_scores(s)
+            rows.append([c, source or "all", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
+    anchors = {r.region.name for r in report.results if r.contender == "pi stored"}
+    if anchors:
+        for c in report.contenders():
+            if c.startswith("guard"):
+                continue
+            s = report.score(c, regions=anchors)
+            cs = category_scores(s)
+            rows.append([c, "with Pi summary", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def details(report: Report, contender: str = "embedded") -> str:
+    lines = []
+    for r in report.results:
+        if r.contender != contender:
+            continue
+        mark = " (tuned)" if r.region.tuned else ""
+        lines.append(f"{r.region.name}{mark}: {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
+        for f in r.score.failures():
+            why = f"forbidden: {f.forbidden!r}" if f.forbidden else "not answered"
+            lines.append(f"  - {f.probe.id} [{f.probe.category}] {f.probe.question} — {why}")
+    return "\n".join(lines)
