@@ -400,7 +400,7 @@ async def test_branch_summary_without_headings_after_a_reminder_uses_the_embedde
     entry = session.by_id[res.summary_entry_id]
     assert len(fake.requests) == 2
     assert "babble" not in entry["summary"].lower()
-    assert "## Goal" in entry["summary"] and "finished the second task" in entry["summary"]
+    assert "## Goal" in entry["summary"] and "<modified-files>\nsrc/a.py" in entry["summary"]  # the embedded summary
     assert len(res.warnings) == 1 and "written instead" in res.warnings[0]
     assert entry["usage"]["output"] == 600  # both model answers were paid for
 
