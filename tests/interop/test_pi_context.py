@@ -1,0 +1,55 @@
+"""(a) For every session file a real Pi wrote, and every entry taken as the leaf, compactd's
+context equals the one Pi's own `buildSessionContext` builds, message for message, field for
+field, along with the thinking level and model."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from compactd.session import Session, build_session_context
+
+from .conftest import session_files
+from .harness import PiHome
+
+
+def normalized(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Through JSON, as Pi's output is; keys JavaScript would drop (undefined) are dropped."""
+    return [{k: v for k, v in m.items() if v is not None} for m in json.loads(json.dumps(messages))]
+
+
+def compactd_contexts(path: Path) -> dict[str, dict[str, Any]]:
+    session = Session.open(path)
+    out: dict[str, dict[str, Any]] = {}
+    for entry in session.entries:
+        ctx = build_session_context(session.entries, entry["id"], session.by_id)
+        out[entry["id"]] = {"messages": ctx.messages, "thinkingLevel": ctx.thinking_level, "model": ctx.model}
+    return out
+
+
+def test_scenario_wrote_what_it_should(pi_written: dict[str, Any]) -> None:
+    entries = [json.loads(line) for line in Path(pi_written["sessionFile"]).read_text().splitlines()]
+    kinds = [e["type"] for e in entries]
+    assert kinds.count("compaction") >= 3  # two manual, one at the threshold
+    assert "branch_summary" in kinds and "label" in kinds
+    roles = {e["message"]["role"] for e in entries if e["type"] == "message"}
+    assert {"user", "assistant", "toolResult"} <= roles
+    assert len(pi_written["forks"]) == 1 and Path(pi_written["forks"][0]).exists()
+
+
+def test_context_of_every_leaf_equals_pi(pi_home: PiHome, pi_written: dict[str, Any]) -> None:
+    files = session_files(pi_written)
+    theirs = pi_home.contexts(*files)
+    compared = 0
+    for path in files:
+        ours = compactd_contexts(path)
+        pi_contexts = theirs[str(path)]
+        assert set(ours) == set(pi_contexts)
+        for leaf, pi_ctx in pi_contexts.items():
+            mine = ours[leaf]
+            assert normalized(mine["messages"]) == normalized(pi_ctx["messages"]), f"{path.name} leaf {leaf}"
+            assert mine["thinkingLevel"] == pi_ctx["thinkingLevel"]
+            assert mine["model"] == pi_ctx["model"]
+            compared += 1
+    assert compared > 40
