@@ -105,7 +105,7 @@ def ensure_installed() -> Install:
 # Summary requests: history/branch prompts wrap the conversation in tags; Pi 1.6's turn-prefix
 # prompt uses a `# Conversation` heading instead. Their system prompts all speak of summarizing.
 SUMMARY_MARKERS = ("<conversation>", "# Conversation\n")
-_TOOL_DIRECTIVE = re.compile(r"\[\[(read|write|edit) ([^\] ]+)(?: ([^\]]*))?\]\]")
+_TOOL_DIRECTIVE = re.compile(r"\[\[(read|write|edit|bash) ([^\] ]+)(?: ([^\]]*))?\]\]")
 
 
 def _text(content: Any) -> str:
@@ -125,8 +125,10 @@ def is_summary_request(request: RecordedRequest) -> bool:
 
 
 class FakeModel:
-    """Answers Pi like a small coding model: `[[read path]]`, `[[write path text]]` or
-    `[[edit path text]]` in the user's prompt → one tool call, then a short answer; summary
+    """Answers Pi like a small coding model: `[[read path]]`, `[[write path text]]`,
+    `[[edit path text]]` or `[[bash path]]` (cat) in the user's prompt → one tool call, then a
+    short answer; `[[big]]` → a near-full context; `[[length]]` → an answer cut by the length
+    limit; summary
     requests → `SUMMARY-<n>`. `usage_tokens` sets the prompt size it reports (threshold tests)."""
 
     def __init__(self, fake: FakeOpenAI) -> None:
@@ -157,7 +159,9 @@ class FakeModel:
         if match:
             tool, path, text = match.group(1), match.group(2), match.group(3) or "new text"
             arguments: dict[str, Any] = {"path": path}
-            if tool == "write":
+            if tool == "bash":
+                arguments = {"command": f"cat {path}"}
+            elif tool == "write":
                 arguments["content"] = text + "\n"
             elif tool == "edit":
                 arguments["edits"] = [{"oldText": "hello", "newText": text}]

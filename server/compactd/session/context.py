@@ -186,6 +186,14 @@ def project_path(path: list[Entry]) -> list[ProjectedEntry]:
     return out
 
 
+def checkpoint_system_message(path: list[Entry]) -> Message | None:
+    """Q16-14: what a new compaction at the end of `path` stores as `systemMessage`: the replay
+    of the current projection (the previous checkpoint plus every later system message), or None
+    when there is nothing to replay (a session no Pi 1.6 has written to). The writer stamps it
+    with the compaction's own time."""
+    return replay_system_messages([m for item in project_path(path) for m in item.messages])
+
+
 def replay_system_messages(messages: list[Message]) -> Message | None:
     """Q16-4: fold every system message of `messages` into the current one: text joined by blank
     lines, sections merged by name (null deletes), tools removed then added by name, the first
