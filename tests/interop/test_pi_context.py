@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from compactd.session import Session, build_session_context
+from compactd.session.model import parse_entry
 
 from .conftest import session_files
 from .harness import PiHome
@@ -36,6 +37,11 @@ def test_scenario_wrote_what_it_should(pi_written: dict[str, Any]) -> None:
     roles = {e["message"]["role"] for e in entries if e["type"] == "message"}
     assert {"user", "assistant", "toolResult"} <= roles
     assert len(pi_written["forks"]) == 1 and Path(pi_written["forks"][0]).exists()
+    for entry in entries[1:]:
+        parse_entry(entry)  # every entry Pi wrote conforms to compactd's typed description
+    if pi_written["sessionFile"] and "system" in roles:  # Pi 1.6: the format of issue 12 §3
+        assert "context_edit" in kinds
+        assert all("systemMessage" in e for e in entries if e["type"] == "compaction")
 
 
 def test_context_of_every_leaf_equals_pi(pi_home: PiHome, pi_written: dict[str, Any]) -> None:
