@@ -49,7 +49,10 @@ class Install:
         return str(self.root / "node_modules" / "@oven" / "bun-linux-x64" / "bin" / "bun")
 
     def node_for(self, package: str) -> str:
-        """Pi 1.6 needs Node >= 22.19 (the `node` npm package); 0.73.1 runs on the machine's Node 20."""
+        """Pi 1.6 needs Node >= 22.19 (the `node` npm package); 0.73.1 runs on the machine's Node 20;
+        oh-my-pi runs its TypeScript sources under bun (the `@oven/bun-linux-x64` npm package)."""
+        if package == OMP:
+            return self.bun
         if package == PI_16:
             return self.node22
         return shutil.which("node") or self.node22
@@ -192,32 +195,31 @@ class PiHome:
         (self.cwd / "app.py").write_text("print('hello')\n")
         (self.cwd / "notes.md").write_text("# Notes\nhello world\n")
         (self.cwd / "big.txt").write_text("".join(f"line {i}: some recorded output\n" for i in range(150)))
-        models = {
-            "providers": {
-                "fake": {
-                    "baseUrl": fake.url,
-                    "api": "openai-completions",
-                    "apiKey": "fake-key",
-                    "models": [
-                        {
-                            "id": "fake-model",
-                            "name": "Fake",
-                            "reasoning": False,
-                            "input": ["text"],
-                            "contextWindow": 16000,
-                            "maxTokens": 2000,
-                            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
-                        }
-                    ],
-                }
-            }
+        model = {
+            "id": "fake-model",
+            "name": "Fake",
+            "reasoning": False,
+            "input": ["text"],
+            # oh-my-pi's own prompt and tools take ~15k tokens: give it room, or it compacts at once.
+            "contextWindow": 200000 if package == OMP else 16000,
+            "maxTokens": 2000,
+            "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0},
         }
-        (self.agent_dir / "models.json").write_text(json.dumps(models))
+        provider = {"baseUrl": fake.url, "api": "openai-completions", "apiKey": "fake-key", "models": [model]}
+        compaction_settings = {"enabled": True, "reserveTokens": 2000, "keepRecentTokens": 300, **compaction}
+        if package == OMP:
+            # oh-my-pi reads YAML; JSON is YAML.
+            (self.agent_dir / "models.yml").write_text(json.dumps({"providers": {"fake": provider}}))
+            config = {"modelRoles": {"default": "fake/fake-model"}, "compaction": compaction_settings,
+                      "retry": {"enabled": False}}
+            (self.agent_dir / "config.yml").write_text(json.dumps(config))
+            return
+        (self.agent_dir / "models.json").write_text(json.dumps({"providers": {"fake": provider}}))
         settings = {
             "defaultProvider": "fake",
             "defaultModel": "fake-model",
             "defaultThinkingLevel": "off",
-            "compaction": {"enabled": True, "reserveTokens": 2000, "keepRecentTokens": 300, **compaction},
+            "compaction": compaction_settings,
             "retry": {"enabled": False},
         }
         (self.agent_dir / "settings.json").write_text(json.dumps(settings))

@@ -11,7 +11,8 @@ const out = {};
 for (const file of files) {
   const fileEntries = pi.parseSessionEntries(readFileSync(file, "utf8"));
   pi.migrateSessionEntries(fileEntries);
-  const entries = fileEntries.filter((e) => e.type !== "session");
+  // oh-my-pi puts a title slot line before the header.
+  const entries = fileEntries.filter((e) => e.type !== "session" && e.type !== "title");
   const byId = new Map(entries.map((e) => [e.id, e]));
   const contexts = {};
   for (const entry of entries) contexts[entry.id] = pi.buildSessionContext(entries, entry.id, byId);

@@ -2,8 +2,8 @@
 //
 //   node drive.mjs <package> <scenario.json>
 //
-// <package> is the npm name of the Pi to use (@mariozechner/pi-coding-agent or
-// @earendil-works/pi-coding-agent). The scenario names the agent dir (models.json and
+// <package> is the npm name of the Pi to use (@mariozechner/pi-coding-agent,
+// @earendil-works/pi-coding-agent, or @oh-my-pi/pi-coding-agent run under bun). The scenario names the agent dir (models.json and
 // settings.json already written by the test), the working directory, the session file to open
 // (or none: a new session in `sessionDir`) and the steps. Prints one JSON object: the session
 // file, any fork files and what each step returned.
@@ -45,8 +45,9 @@ async function settle(session) {
   throw new Error("session did not settle");
 }
 
+// oh-my-pi's open() is async; Pi's is not (awaiting a plain value is harmless).
 const manager = scenario.sessionFile
-  ? pi.SessionManager.open(scenario.sessionFile, scenario.sessionDir)
+  ? await pi.SessionManager.open(scenario.sessionFile, scenario.sessionDir)
   : pi.SessionManager.create(scenario.cwd, scenario.sessionDir);
 const { session } = await pi.createAgentSession({
   cwd: scenario.cwd,
@@ -85,7 +86,7 @@ try {
     }
   }
 } finally {
-  session.dispose();
+  await session.dispose();
 }
 process.stdout.write(JSON.stringify({ sessionFile: manager.getSessionFile(), forks, results }) + "\n");
 process.exit(0);
