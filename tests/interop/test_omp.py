@@ -50,14 +50,30 @@ def test_omp_wrote_its_own_format(omp_written: dict[str, Any]) -> None:
     assert "method" in compaction and "tokensAfter" in compaction
 
 
-def test_context_of_every_leaf_equals_omp(omp_home: PiHome, omp_written: dict[str, Any]) -> None:
+def settled(messages: list[dict[str, Any]]) -> bool:
+    """Every tool call answered. oh-my-pi (not Pi) strips unanswered calls from the model context;
+    a leaf between a call and its result is a moment inside one turn, never a place to resume."""
+    answered = {m.get("toolCallId") for m in messages if m["role"] == "toolResult"}
+    return all(
+        block.get("id") in answered
+        for m in messages if m["role"] == "assistant"
+        for block in m.get("content") or [] if block.get("type") == "toolCall"
+    )
+
+
+def test_context_of_every_settled_leaf_equals_omp(omp_home: PiHome, omp_written: dict[str, Any]) -> None:
     files = [Path(omp_written["sessionFile"]), *(Path(f) for f in omp_written["forks"])]
     theirs = omp_home.contexts(*files)
+    compared = 0
     for path in files:
         ours = compactd_contexts(path)
         assert set(ours) == set(theirs[str(path)])
         for leaf, omp_ctx in theirs[str(path)].items():
+            if not settled(ours[leaf]["messages"]):
+                continue
             assert normalized(ours[leaf]["messages"]) == normalized(omp_ctx["messages"]), f"{path.name} leaf {leaf}"
+            compared += 1
+    assert compared >= 10
 
 
 def test_omp_lines_survive_compactd_writes(omp_home: PiHome, fake_model: FakeModel, omp_written: dict[str, Any]) -> None:

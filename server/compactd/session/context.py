@@ -234,13 +234,22 @@ def replay_system_messages(messages: list[Message]) -> Message | None:
     return replay
 
 
+# oh-my-pi copies these entry fields onto the summary message for display (QO-15); Pi's entries
+# never have them, so Pi's message shape is unchanged.
+_OMP_SUMMARY_FIELDS = ("shortSummary", "tokensAfter", "method", "warning")
+
+
 def compaction_summary_message(entry: Entry) -> Message:
-    return {
+    message: Message = {
         "role": "compactionSummary",
         "summary": entry.get("summary", ""),
         "tokensBefore": entry.get("tokensBefore", 0),
         "timestamp": iso_to_ms(entry.get("timestamp")),
     }
+    for name in _OMP_SUMMARY_FIELDS:
+        if entry.get(name) is not None:
+            message[name] = entry[name]
+    return message
 
 
 def _model_of(entry: Entry) -> dict[str, str] | None:

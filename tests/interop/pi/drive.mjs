@@ -57,6 +57,7 @@ const { session } = await pi.createAgentSession({
 
 const results = [];
 const forks = [];
+let mainFile;
 try {
   for (const step of scenario.steps) {
     if (step.op === "prompt") {
@@ -75,12 +76,12 @@ try {
       results.push({ op: "label", id: manager.appendLabelChange(target, step.label) });
     } else if (step.op === "fork") {
       const target = resolveTarget(manager, step.target);
-      const source = manager.getSessionFile();
-      const file = manager.createBranchedSession(target);
+      mainFile ??= manager.getSessionFile();
+      const file = await manager.createBranchedSession(target);
       forks.push(file);
       results.push({ op: "fork", file });
       // createBranchedSession switched this manager to the fork; continue in the original.
-      manager.setSessionFile(source);
+      await manager.setSessionFile(mainFile);
     } else {
       throw new Error(`unknown step ${step.op}`);
     }
@@ -88,5 +89,5 @@ try {
 } finally {
   await session.dispose();
 }
-process.stdout.write(JSON.stringify({ sessionFile: manager.getSessionFile(), forks, results }) + "\n");
+process.stdout.write(JSON.stringify({ sessionFile: mainFile ?? manager.getSessionFile(), forks, results }) + "\n");
 process.exit(0);
