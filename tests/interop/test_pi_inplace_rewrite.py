@@ -21,12 +21,14 @@ CONCURRENT_MODIFICATION = -32016
 def write_v1(path: Path, cwd: Path) -> bytes:
     """A version-1 file: no `version`, entries without `id`/`parentId` (spec F-2, F-25)."""
     lines: list[dict[str, Any]] = [
-        {"type": "session", "id": "0199a0b1-1111-7000-8000-000000000001", "timestamp": "2026-01-01T00:00:00.000Z", "cwd": str(cwd)}
+        {"type": "session", "id": "0199a0b1-1111-7000-8000-000000000001", "timestamp": "2026-01-01T00:00:00.000Z",
+         "cwd": str(cwd)}
     ]
     for turn in range(4):
         ts = 1767225600000 + turn * 1000
         lines.append({"type": "message", "timestamp": "2026-01-01T00:00:01.000Z",
-                      "message": {"role": "user", "content": [{"type": "text", "text": f"Old turn {turn}. {FILLER}"}], "timestamp": ts}})
+                      "message": {"role": "user", "content": [{"type": "text", "text": f"Old turn {turn}. {FILLER}"}],
+                                  "timestamp": ts}})
         lines.append({"type": "message", "timestamp": "2026-01-01T00:00:02.000Z",
                       "message": {"role": "assistant", "content": [{"type": "text", "text": f"Old answer {turn}."}],
                                   "api": "openai-completions", "provider": "fake", "model": "fake-model",

@@ -110,7 +110,8 @@ def test_compacted_by_compactd_then_pi_continues_and_compacts(
     assert_contexts_equal(pi_home, session_copy)
 
     before_pi = lines_of(session_copy)
-    requests = pi_run(pi_home, fake_model, session_copy, [{"op": "prompt", "text": f"Go on after compactd. {FILLER}"}, {"op": "compact"}])
+    steps = [{"op": "prompt", "text": f"Go on after compactd. {FILLER}"}, {"op": "compact"}]
+    requests = pi_run(pi_home, fake_model, session_copy, steps)
     first = chat_requests(requests)[0]["messages"]
     non_system = [m for m in first if m["role"] not in ("system", "developer")]
     assert summary in text_of(non_system[0])  # the request starts with compactd's summary
