@@ -95,11 +95,12 @@ def is_system_message_entry(entry: Entry) -> bool:
 def latest_edits(entries: list[Entry]) -> dict[str, Entry]:
     """Q16-23: targetId → the latest `context_edit` among `entries` (path order). Edits aimed at a
     compaction are ignored (OQ-1): the checkpoint and summary are not model content to edit."""
+    edit_entries = [e for e in entries if e.get("type") == "context_edit"]
+    if not edit_entries:
+        return {}
     by_id = {e.get("id"): e for e in entries}
     edits: dict[str, Entry] = {}
-    for entry in entries:
-        if entry.get("type") != "context_edit":
-            continue
+    for entry in edit_entries:
         target = entry.get("targetId")
         if not isinstance(target, str):
             continue
@@ -134,7 +135,7 @@ def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
     return out
 
 
-@dataclass
+@dataclass(slots=True)
 class ProjectedEntry:
     """One entry of the compaction-aware list and the messages it contributes (Q16-36)."""
 
@@ -180,8 +181,10 @@ def project_path(path: list[Entry]) -> list[ProjectedEntry]:
                 if isinstance(checkpoint, dict):
                     messages.append(checkpoint)
                 messages.append(compaction_summary_message(entry))
-        else:
+        elif edits:
             messages = apply_edit(project_entry(entry), edits.get(entry.get("id")))  # type: ignore[arg-type]
+        else:
+            messages = project_entry(entry)
         out.append(ProjectedEntry(entry, messages))
     return out
 
