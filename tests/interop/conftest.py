@@ -34,6 +34,7 @@ SCENARIO: list[dict[str, Any]] = [
     {"op": "compact"},  # the big tool result crosses the budget: a split turn
     {"op": "prompt", "text": "Task nine is cut short [[length]]"},
     {"op": "prompt", "text": f"Task ten after the cut answer. {FILLER}"},
+    {"op": "compact"},  # Pi 1.6: prepared on the edited projection (the cut answer is omitted)
     {"op": "fork", "target": {"userText": "Task five"}},
 ]
 

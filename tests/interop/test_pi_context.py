@@ -8,7 +8,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from compactd.compaction.prepare import prepare_compaction
+from compactd.compaction.settings import CompactionSettings
 from compactd.session import Session, build_session_context
+from compactd.session.tree import path_to
 from compactd.session.model import parse_entry
 
 from .conftest import session_files
@@ -59,3 +62,18 @@ def test_context_of_every_leaf_equals_pi(pi_home: PiHome, pi_written: dict[str, 
             assert mine["model"] == pi_ctx["model"]
             compared += 1
     assert compared > 40
+
+
+def test_compactd_prepares_the_compactions_pi_made(pi_written: dict[str, Any]) -> None:
+    """Cut point, split turn, token estimate and file lists: for every compaction the real Pi wrote
+    (manual, threshold, split turn, after an omitted answer), compactd's preparation of the same path
+    chooses the same first kept entry, counts the same `tokensBefore` and lists the same files."""
+    session = Session.open(Path(pi_written["sessionFile"]))
+    compactions = [e for e in session.entries if e["type"] == "compaction"]
+    assert len(compactions) >= 4
+    for entry in compactions:
+        prep = prepare_compaction(path_to(session.by_id, entry["parentId"]), CompactionSettings(keep_recent_tokens=300))
+        assert prep, entry["id"]
+        assert prep.first_kept_entry_id == entry["firstKeptEntryId"]
+        assert prep.tokens_before == entry["tokensBefore"]
+        assert {"readFiles": prep.read_files, "modifiedFiles": prep.modified_files} == entry["details"]
