@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from compactd.compaction.branch import collect_entries_for_branch_summary, prepare_branch_entries
 from compactd.compaction.prepare import prepare_compaction
 from compactd.compaction.settings import CompactionSettings
 from compactd.session import Session, build_session_context
@@ -77,3 +78,17 @@ def test_compactd_prepares_the_compactions_pi_made(pi_written: dict[str, Any]) -
         assert prep.first_kept_entry_id == entry["firstKeptEntryId"]
         assert prep.tokens_before == entry["tokensBefore"]
         assert {"readFiles": prep.read_files, "modifiedFiles": prep.modified_files} == entry["details"]
+
+
+def test_compactd_collects_the_branch_pi_summarized(pi_written: dict[str, Any]) -> None:
+    """Tree navigation with a summary: the entries compactd would summarize for the same move
+    (old leaf → target) yield the file lists Pi stored on its branch summary."""
+    session = Session.open(Path(pi_written["sessionFile"]))
+    navigation = next(r for r in pi_written["results"] if r["op"] == "navigate")
+    summary = session.by_id[navigation["summaryId"]]
+    old_leaf = next(r for r in pi_written["results"] if r["op"] == "label")["id"]  # the leaf before moving
+    collection = collect_entries_for_branch_summary(session.by_id, old_leaf, navigation["target"])
+    assert collection.entries
+    prep = prepare_branch_entries(collection.entries, 0)
+    read_files, modified_files = prep.file_lists
+    assert {"readFiles": read_files, "modifiedFiles": modified_files} == summary["details"]
