@@ -53,7 +53,7 @@ def test_bash_summaries_developer_and_unknown_roles() -> None:
     assert estimate_tokens({"role": "branchSummary", "summary": "x" * 9}) == 3
     assert estimate_tokens({"role": "compactionSummary", "summary": "x" * 8}) == 2
     assert estimate_tokens({"role": "developer", "content": "x" * 5}) == 2
-    assert estimate_tokens({"role": "system", "content": "x" * 400}) == 0
+    assert estimate_tokens({"role": "notARole", "content": "x" * 400}) == 0
 
 
 def test_non_bmp_text_counts_two_units_per_character() -> None:  # D-12

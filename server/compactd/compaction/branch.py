@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from compactd.session.clock import iso_to_ms
-from compactd.session.context import compaction_summary_message, project_entry
+from compactd.session.context import apply_edit, compaction_summary_message, latest_edits, project_entry
 from compactd.session.tree import path_to
 
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
@@ -77,18 +77,22 @@ def collect_entries_for_branch_summary(
     return BranchCollection(collected, common)
 
 
-def branch_entry_message(entry: Entry) -> Message | None:
+def branch_entry_message(entry: Entry, edit: Entry | None = None) -> Message | None:
     """B-5: the message an entry contributes to a branch summary. Tool results are left out (the
     assistant's tool call carries the context); a branch summary counts even when empty; a
-    compaction contributes its summary."""
+    compaction contributes its summary (never its checkpoint, Q16-19). `edit` is the latest
+    `context_edit` aimed at the entry among the collected ones (Q16-28): an omitted entry gives
+    nothing, a replaced one its new content. System messages are kept (Q16-12): they weigh in
+    the budget but serialize to nothing."""
     kind = entry.get("type")
     if kind == "message":
-        projected = project_entry(entry)
+        projected = apply_edit(project_entry(entry), edit)
         if not projected or projected[0].get("role") == "toolResult":
             return None
         return projected[0]
     if kind == "custom_message":
-        return project_entry(entry)[0]
+        projected = apply_edit(project_entry(entry), edit)
+        return projected[0] if projected else None
     if kind == "branch_summary":
         summary = entry.get("summary")
         return {
@@ -125,10 +129,11 @@ def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> B
         if entry.get("type") == "branch_summary":
             seed_from_details(entry, ops)
 
+    edits = latest_edits(list(entries))
     taken: list[SourcedMessage] = []
     total = 0
     for entry in reversed(entries):
-        message = branch_entry_message(entry)
+        message = branch_entry_message(entry, edits.get(entry.get("id")))  # type: ignore[arg-type]
         if message is None:
             continue
         extract_file_ops_from_message(message, ops)

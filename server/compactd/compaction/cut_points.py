@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from compactd.session.context import project_entry
+from compactd.session.context import ProjectedEntry, project_entry
 
 from .tokens import estimate_tokens
 
@@ -29,6 +29,19 @@ __all__ = [
 ]
 
 Entry = dict[str, Any]
+# A raw path entry (projected on the fly, no edits) or an entry of `project_path` (Q16-38: cut
+# search runs on the edited projection, so an omitted entry is invisible and weighs nothing).
+Item = Entry | ProjectedEntry
+
+
+def _type(item: Item) -> Any:
+    return item.entry.get("type") if isinstance(item, ProjectedEntry) else item.get("type")
+
+
+def _messages(item: Item) -> list[dict[str, Any]]:
+    if isinstance(item, ProjectedEntry):
+        return item.messages
+    return project_entry(item)
 
 # P-2: a cut may start the kept suffix at any of these roles — never at a tool result.
 CUT_POINT_ROLES = frozenset(
@@ -47,34 +60,34 @@ class CutPointResult:
     is_split_turn: bool
 
 
-def entry_tokens(entry: Entry) -> int:
+def entry_tokens(entry: Item) -> int:
     """P-9 [PI-NEW]: K-1 summed over the entry's projected messages (compaction entries: 0, D-3)."""
-    if entry.get("type") == "compaction":
+    if _type(entry) == "compaction":
         return 0
-    return sum(estimate_tokens(m) for m in project_entry(entry))
+    return sum(estimate_tokens(m) for m in _messages(entry))
 
 
-def _has_role(entry: Entry, roles: frozenset[str]) -> bool:
-    if entry.get("type") == "compaction":
+def _has_role(entry: Item, roles: frozenset[str]) -> bool:
+    if _type(entry) == "compaction":
         return False
-    return any(m.get("role") in roles for m in project_entry(entry))
+    return any(m.get("role") in roles for m in _messages(entry))
 
 
-def is_valid_cut_point(entry: Entry) -> bool:
+def is_valid_cut_point(entry: Item) -> bool:
     """P-1/P-2."""
     return _has_role(entry, CUT_POINT_ROLES)
 
 
-def is_turn_start(entry: Entry) -> bool:
+def is_turn_start(entry: Item) -> bool:
     """P-4."""
     return _has_role(entry, TURN_START_ROLES)
 
 
-def find_valid_cut_points(entries: Sequence[Entry], start_index: int, end_index: int) -> list[int]:
+def find_valid_cut_points(entries: Sequence[Item], start_index: int, end_index: int) -> list[int]:
     return [i for i in range(start_index, end_index) if is_valid_cut_point(entries[i])]
 
 
-def find_turn_start_index(entries: Sequence[Entry], entry_index: int, start_index: int) -> int:
+def find_turn_start_index(entries: Sequence[Item], entry_index: int, start_index: int) -> int:
     """P-6: the nearest turn start at or before `entry_index` (not before `start_index`), or -1."""
     for i in range(entry_index, start_index - 1, -1):
         if is_turn_start(entries[i]):
@@ -82,8 +95,35 @@ def find_turn_start_index(entries: Sequence[Entry], entry_index: int, start_inde
     return -1
 
 
+def _recovery_omission_suffix(suffix: Sequence[Item]) -> bool:
+    """Q16-39: everything after the cut is invisible, none is a compaction, at least one is an
+    assistant answer hidden by a `context_edit`, and no non-null replacement in the suffix targets
+    anything but an omitted suffix entry. Then the last input becomes a summarized turn prefix."""
+    if not suffix or not all(isinstance(item, ProjectedEntry) for item in suffix):
+        return False
+    items = [item for item in suffix if isinstance(item, ProjectedEntry)]
+
+    def visible(item: ProjectedEntry) -> bool:
+        return item.entry.get("type") != "context_edit" and bool(project_entry(item.entry))
+
+    omitted = {item.entry.get("id") for item in items if visible(item) and not item.messages}
+    for item in items:
+        entry = item.entry
+        if entry.get("type") == "compaction" or (visible(item) and item.messages):
+            return False
+        if entry.get("type") == "context_edit" and entry.get("replacement") is not None:
+            if entry.get("targetId") not in omitted:
+                return False
+    return any(
+        item.entry.get("id") in omitted
+        and item.entry.get("type") == "message"
+        and item.entry["message"].get("role") == "assistant"
+        for item in items
+    )
+
+
 def find_cut_point(
-    entries: Sequence[Entry],
+    entries: Sequence[Item],
     start_index: int,
     end_index: int,
     keep_recent_tokens: int,
@@ -103,6 +143,7 @@ def find_cut_point(
         return CutPointResult(start_index, -1, False)
 
     cut_index = cut_points[0]  # P-8: keep everything by default
+    crossed = False
     accumulated = 0
     for i in range(end_index - 1, start_index - 1, -1):
         tokens = entry_tokens(entries[i])
@@ -110,6 +151,7 @@ def find_cut_point(
             continue
         accumulated += tokens
         if accumulated >= keep_recent_tokens:
+            crossed = True
             at_or_after = next((c for c in cut_points if c >= i), None)
             if at_or_after is not None:
                 cut_index = at_or_after
@@ -117,12 +159,15 @@ def find_cut_point(
                 cut_index = cut_points[-1]
             break
 
+    if crossed and _recovery_omission_suffix(entries[cut_index + 1 : end_index]):
+        cut_index += 1  # Q16-39
+
     # P-11: carry metadata entries just before the cut (model/thinking changes, labels, custom
-    # entries, empty branch summaries) into the kept suffix; stop at a compaction or anything
-    # the model sees.
+    # entries, empty branch summaries, context edits, omitted entries) into the kept suffix; stop
+    # at a compaction or anything the model sees, system messages included (Q16-9).
     while cut_index > start_index:
         previous = entries[cut_index - 1]
-        if previous.get("type") == "compaction" or project_entry(previous):
+        if _type(previous) == "compaction" or _messages(previous):
             break
         cut_index -= 1
 

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from compactd.session.context import context_from_path, project_entry
+from compactd.session.context import ProjectedEntry, project_path, replay_system_messages
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
 from .serialize import serialize_messages
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
-from .tokens import estimate_context_tokens, sum_estimates
+from .tokens import ContextUsageEstimate, estimate_context_tokens, estimate_tokens, sum_estimates
 
 __all__ = [
     "SourcedMessage",
@@ -132,26 +132,42 @@ class CompactionPreparation:
         return escape_wrapped(serialize_messages(messages_of(self.turn_prefix_messages)))
 
 
-def _first_projected(entries: Sequence[Entry], start: int, end: int) -> list[SourcedMessage]:
-    """R-10/R-11: the first projected message of each entry in `[start, end)`; compaction entries
-    and entries the model does not see are skipped."""
+def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
+    """R-10/R-11, Q16-10/Q16-41: every non-system message of each projected entry; compaction
+    entries (the previous checkpoint and summary) and invisible entries contribute none."""
     out: list[SourcedMessage] = []
-    for entry in entries[start:end]:
-        if entry.get("type") == "compaction":
+    for item in items:
+        if item.entry.get("type") == "compaction":
             continue
-        projected = project_entry(entry)
-        if projected:
-            out.append(SourcedMessage(entry["id"], projected[0]))
+        out.extend(SourcedMessage(item.entry["id"], m) for m in item.messages if m.get("role") != "system")
     return out
 
 
-def _all_projected(entries: Sequence[Entry]) -> list[SourcedMessage]:
-    out: list[SourcedMessage] = []
-    for entry in entries:
-        if entry.get("type") == "compaction":
-            continue  # D-3
-        out.extend(SourcedMessage(entry["id"], m) for m in project_entry(entry))
-    return out
+def estimate_projected_context_tokens(projected: Sequence[ProjectedEntry], path: Sequence[Entry]) -> ContextUsageEstimate:
+    """Q16-40: provider usage + trailing estimate (K-7) only while that usage is newer than every
+    `context_edit` and compaction on the path (either may have shrunk the context since); else a
+    pure heuristic: the replayed system message counted once plus every non-system message."""
+    messages = [m for item in projected for m in item.messages]
+    estimate = estimate_context_tokens(messages)
+    if estimate.last_usage_index is not None:
+        usage_entry: Entry | None = None
+        seen = 0
+        for item in projected:
+            seen += len(item.messages)
+            if estimate.last_usage_index < seen:
+                usage_entry = item.entry
+                break
+        usage_at = next((i for i, e in enumerate(path) if e is usage_entry), -1)
+        invalidated_at = next(
+            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
+        )
+        if usage_at > invalidated_at:
+            return estimate
+    system = replay_system_messages(messages)
+    tokens = (estimate_tokens(system) if system is not None else 0) + sum_estimates(
+        m for m in messages if m.get("role") != "system"
+    )
+    return ContextUsageEstimate(tokens, 0, tokens, None)
 
 
 def prepare_compaction(
@@ -160,7 +176,9 @@ def prepare_compaction(
     *,
     newest_cut_fallback: bool = True,
 ) -> CompactionPreparation | NotPrepared:
-    """R-1..R-15 over a root-first path (normally `session.get_branch()`).
+    """R-1..R-15 over a root-first path (normally `session.get_branch()`), run on the path's
+    projection (Q16-37): context edits applied, kept-range system messages gone. Indexes in the
+    result are positions in the path.
 
     Returns `NotPrepared` (falsy, with a reason) when the path ends with a compaction, when there
     would be nothing to summarize, or when a legacy entry lacks an id.
@@ -168,64 +186,60 @@ def prepare_compaction(
     path = list(path_entries)
     if path and path[-1].get("type") == "compaction":
         return NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
+    position = {id(entry): index for index, entry in enumerate(path)}
 
-    previous_index = -1
-    for i in range(len(path) - 1, -1, -1):
-        if path[i].get("type") == "compaction":
-            previous_index = i
-            break
-
+    projected = project_path(path)
+    previous: Entry | None = None
+    if projected and projected[0].entry.get("type") == "compaction":
+        previous = projected[0].entry
     previous_summary: str | None = None
-    boundary_start = 0
-    if previous_index >= 0:
-        previous = path[previous_index]
+    if previous is not None:
         summary = previous.get("summary")
         previous_summary = summary if isinstance(summary, str) else None
-        # R-3 [PI-NEW]: re-summarize what the previous compaction kept, so nothing is lost.
-        kept_id = previous.get("firstKeptEntryId")
-        found = next((i for i, e in enumerate(path) if e.get("id") == kept_id), -1) if kept_id is not None else -1
-        boundary_start = found if found >= 0 else previous_index + 1
-    boundary_end = len(path)
+    # R-3 [PI-NEW]: re-summarize what the previous compaction kept, so nothing is lost.
+    window_start = 1 if previous is not None else 0
 
     # R-5 [PI-NEW]: the context that is about to be replaced.
-    tokens_before = estimate_context_tokens(context_from_path(path).messages).tokens
+    tokens_before = estimate_projected_context_tokens(projected, path).tokens
 
     cut = find_cut_point(
-        path, boundary_start, boundary_end, settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback
+        projected, window_start, len(projected), settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback
     )
-    if cut.first_kept_entry_index >= len(path):
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)  # empty path
-    first_kept = path[cut.first_kept_entry_index]
+    if cut.first_kept_entry_index >= len(projected):
+        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)  # nothing in the window
+    first_kept = projected[cut.first_kept_entry_index].entry
     if not first_kept.get("id"):
         return NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
 
     history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _first_projected(path, boundary_start, history_end)
-    prefix = _first_projected(path, cut.turn_start_index, cut.first_kept_entry_index) if cut.is_split_turn else []
+    to_summarize = _non_system(projected[window_start:history_end])
+    prefix = _non_system(projected[cut.turn_start_index : cut.first_kept_entry_index]) if cut.is_split_turn else []
     if not to_summarize and not prefix:
         return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
 
     # R-14: cumulative file tracking, seeded from the previous pi-made compaction.
     ops = FileOperations()
-    if previous_index >= 0:
-        seed_from_details(path[previous_index], ops)
+    if previous is not None:
+        seed_from_details(previous, ops)
     for item in to_summarize:
         extract_file_ops_from_message(item.message, ops)
     for item in prefix:
         extract_file_ops_from_message(item.message, ops)
 
-    turn_start_id = path[cut.turn_start_index]["id"] if cut.is_split_turn else None
+    turn_start = projected[cut.turn_start_index].entry if cut.is_split_turn else None
+    boundary = projected[window_start].entry if window_start < len(projected) else None
     return CompactionPreparation(
         first_kept_entry_id=first_kept["id"],
-        first_kept_entry_index=cut.first_kept_entry_index,
-        boundary_start=boundary_start,
+        first_kept_entry_index=position[id(first_kept)],
+        boundary_start=position[id(boundary)] if boundary is not None else len(path),
         is_split_turn=cut.is_split_turn,
-        turn_start_index=cut.turn_start_index,
-        turn_start_entry_id=turn_start_id,
+        turn_start_index=position[id(turn_start)] if turn_start is not None else -1,
+        turn_start_entry_id=turn_start["id"] if turn_start is not None else None,
         tokens_before=tokens_before,
         messages_to_summarize=to_summarize,
         turn_prefix_messages=prefix,
-        kept_messages=_all_projected(path[cut.first_kept_entry_index :]),
+        # Kept verbatim after the new compaction: its kept-range system messages go (Q16-11).
+        kept_messages=_non_system(projected[cut.first_kept_entry_index :]),
         previous_summary=previous_summary,
         file_ops=ops,
         settings=settings,

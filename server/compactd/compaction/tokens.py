@@ -87,6 +87,18 @@ def _assistant_chars(content: Any) -> int:
     return chars
 
 
+def _system_chars(message: Message) -> int:
+    """Q16-8: text content (images 4800), every non-null section value and the compact JSON of
+    `toolsAdded`; `toolsRemoved` is not counted."""
+    chars = _content_chars(message.get("content"))
+    sections = message.get("sections")
+    if isinstance(sections, dict):
+        chars += sum(_text_len(value) for value in sections.values())
+    if "toolsAdded" in message and message["toolsAdded"] is not None:
+        chars += utf16_len(js_json_stringify(message["toolsAdded"]))
+    return chars
+
+
 def estimate_chars(message: Message) -> int:
     """The character count behind K-1 for one (agent) message; 0 for roles Pi does not count."""
     role = message.get("role")
@@ -100,6 +112,8 @@ def estimate_chars(message: Message) -> int:
         return _text_len(message.get("command")) + _text_len(message.get("output"))
     if role in ("branchSummary", "compactionSummary"):
         return _text_len(message.get("summary"))
+    if role == "system":
+        return _system_chars(message)
     if role == "developer":
         content = message.get("content")
         # Pi takes `content.length`: a string's code units (an array's item count if malformed).

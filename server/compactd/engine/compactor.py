@@ -59,7 +59,7 @@ from ..compaction.serialize import serialize_conversation
 from ..compaction.settings import CompactionSettings
 from ..compaction.tokens import sum_estimates
 from ..session import Session, build_session_context, convert_to_llm
-from ..session.context import context_from_path
+from ..session.context import checkpoint_system_message, context_from_path
 from ..summarize.base import (
     ContextOverflowError,
     SummarizationError,
@@ -630,7 +630,14 @@ async def compact(
             )
         # No await between the checks above and the write: nothing can interleave.
         entry_id = session.append_compaction(
-            summary, first_kept, tokens_before, details, from_hook, usage, preserveData=preserve
+            summary,
+            first_kept,
+            tokens_before,
+            details,
+            from_hook,
+            usage,
+            preserveData=preserve,
+            systemMessage=checkpoint_system_message(session.get_branch()),
         )
 
     entry = session.by_id[entry_id]

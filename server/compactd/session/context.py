@@ -40,7 +40,7 @@ def _repaired(message: Message) -> Message:
     role = message.get("role")
     if role in ("user", "assistant", "toolResult"):
         return {**message, "content": []}
-    if role == "developer":
+    if role in ("developer", "system"):  # Q16-6
         return {**message, "content": ""}
     return message
 
@@ -48,7 +48,7 @@ def _repaired(message: Message) -> Message:
 def project_entry(entry: Entry) -> list[Message]:
     """X-8: the messages one entry contributes to the context. Compaction entries contribute
     nothing here (D-3): the latest one is placed first by `build_session_context`, older ones
-    inside the kept region are skipped."""
+    inside the kept region are skipped. `context_edit` entries contribute nothing (Q16-23)."""
     entry_type = entry.get("type")
     if entry_type == "message":
         message = entry.get("message")
@@ -79,13 +79,180 @@ def project_entry(entry: Entry) -> list[Message]:
     return []
 
 
+# --- Pi 1.6: system messages, checkpoints and context edits (addendum §2-§6) ------------------
+
+# Q16-23: roles whose content a non-null `context_edit` replacement swaps.
+EDITABLE_ROLES = frozenset({"user", "assistant", "toolResult", "custom"})
+# Q16-22: a string replacement for these roles reads as one text block.
+_BLOCK_ONLY_ROLES = frozenset({"assistant", "toolResult"})
+
+
+def is_system_message_entry(entry: Entry) -> bool:
+    message = entry.get("message")
+    return entry.get("type") == "message" and isinstance(message, dict) and message.get("role") == "system"
+
+
+def latest_edits(entries: list[Entry]) -> dict[str, Entry]:
+    """Q16-23: targetId → the latest `context_edit` among `entries` (path order). Edits aimed at a
+    compaction are ignored (OQ-1): the checkpoint and summary are not model content to edit."""
+    edit_entries = [e for e in entries if e.get("type") == "context_edit"]
+    if not edit_entries:
+        return {}
+    by_id = {e.get("id"): e for e in entries}
+    edits: dict[str, Entry] = {}
+    for entry in edit_entries:
+        target = entry.get("targetId")
+        if not isinstance(target, str):
+            continue
+        replacement = entry.get("replacement")
+        if replacement is not None and not (
+            isinstance(replacement, dict) and isinstance(replacement.get("content"), (str, list))
+        ):
+            continue  # Q16-22: not an edit Pi would have stored
+        if by_id.get(target, {}).get("type") == "compaction":
+            continue
+        edits[target] = entry
+    return edits
+
+
+def apply_edit(messages: list[Message], edit: Entry | None) -> list[Message]:
+    """Q16-23: `replacement: null` hides the entry; otherwise editable roles get the new content
+    (every other field kept), a string becoming one text block for assistant/toolResult."""
+    if edit is None:
+        return messages
+    replacement = edit.get("replacement")
+    if replacement is None:
+        return []
+    content = replacement["content"]
+    out: list[Message] = []
+    for message in messages:
+        role = message.get("role")
+        if role not in EDITABLE_ROLES:
+            out.append(message)
+            continue
+        new = [{"type": "text", "text": content}] if isinstance(content, str) and role in _BLOCK_ONLY_ROLES else content
+        out.append({**message, "content": new})
+    return out
+
+
+@dataclass(slots=True)
+class ProjectedEntry:
+    """One entry of the compaction-aware list and the messages it contributes (Q16-36)."""
+
+    entry: Entry
+    messages: list[Message]
+
+
+def context_entries(path: list[Entry]) -> list[Entry]:
+    """Q16-35: the whole path without a compaction; else the latest compaction C, the entries
+    from `C.firstKeptEntryId` up to C minus system messages (C's checkpoint holds their effect),
+    and every entry after C."""
+    compaction_index = -1
+    for index in range(len(path) - 1, -1, -1):
+        if path[index].get("type") == "compaction":
+            compaction_index = index
+            break
+    if compaction_index < 0:
+        return list(path)
+    compaction = path[compaction_index]
+    first_kept = compaction.get("firstKeptEntryId")
+    kept: list[Entry] = []
+    keeping = False
+    for entry in path[:compaction_index]:
+        if entry.get("id") == first_kept:
+            keeping = True
+        if keeping and not is_system_message_entry(entry):
+            kept.append(entry)
+    return [compaction, *kept, *path[compaction_index + 1 :]]
+
+
+def project_path(path: list[Entry]) -> list[ProjectedEntry]:
+    """Q16-36: every entry of `context_entries(path)` with its (edited) messages. The list starts
+    with the latest compaction, if any, which projects to its checkpoint system message (Q16-15,
+    when stored) and its summary; older compactions in the kept range project to nothing (D-3)."""
+    listed = context_entries(path)
+    edits = latest_edits(listed)
+    out: list[ProjectedEntry] = []
+    for index, entry in enumerate(listed):
+        if entry.get("type") == "compaction":
+            messages: list[Message] = []
+            if index == 0:
+                checkpoint = entry.get("systemMessage")
+                if isinstance(checkpoint, dict):
+                    messages.append(checkpoint)
+                messages.append(compaction_summary_message(entry))
+        elif edits:
+            messages = apply_edit(project_entry(entry), edits.get(entry.get("id")))  # type: ignore[arg-type]
+        else:
+            messages = project_entry(entry)
+        out.append(ProjectedEntry(entry, messages))
+    return out
+
+
+def checkpoint_system_message(path: list[Entry]) -> Message | None:
+    """Q16-14: what a new compaction at the end of `path` stores as `systemMessage`: the replay
+    of the current projection (the previous checkpoint plus every later system message), or None
+    when there is nothing to replay (a session no Pi 1.6 has written to). The writer stamps it
+    with the compaction's own time."""
+    return replay_system_messages([m for item in project_path(path) for m in item.messages])
+
+
+def replay_system_messages(messages: list[Message]) -> Message | None:
+    """Q16-4: fold every system message of `messages` into the current one: text joined by blank
+    lines, sections merged by name (null deletes), tools removed then added by name, the first
+    one's timestamp. None when there is no system message and no tool."""
+    texts: list[str] = []
+    sections: dict[str, Any] = {}
+    tools: dict[str, Any] = {}
+    timestamp: Any = None
+    seen = False
+    for message in messages:
+        if message.get("role") != "system":
+            continue
+        if not seen:
+            timestamp = message.get("timestamp")
+            seen = True
+        text = _text_of_blocks(message.get("content"))
+        if text:
+            texts.append(text)
+        for name, value in (message.get("sections") or {}).items():
+            if value is None:
+                sections.pop(name, None)
+            else:
+                sections[name] = value
+        for tool in message.get("toolsRemoved") or []:
+            if isinstance(tool, dict):
+                tools.pop(tool.get("name"), None)
+        for tool in message.get("toolsAdded") or []:
+            if isinstance(tool, dict):
+                tools[tool.get("name")] = tool
+    if not seen and not tools:
+        return None
+    replay: Message = {"role": "system", "content": "\n\n".join(texts)}
+    if sections:
+        replay["sections"] = sections
+    if tools:
+        replay["toolsAdded"] = list(tools.values())
+    replay["timestamp"] = timestamp
+    return replay
+
+
+# oh-my-pi copies these entry fields onto the summary message for display (QO-15); Pi's entries
+# never have them, so Pi's message shape is unchanged.
+_OMP_SUMMARY_FIELDS = ("shortSummary", "tokensAfter", "method", "warning")
+
+
 def compaction_summary_message(entry: Entry) -> Message:
-    return {
+    message: Message = {
         "role": "compactionSummary",
         "summary": entry.get("summary", ""),
         "tokensBefore": entry.get("tokensBefore", 0),
         "timestamp": iso_to_ms(entry.get("timestamp")),
     }
+    for name in _OMP_SUMMARY_FIELDS:
+        if entry.get(name) is not None:
+            message[name] = entry[name]
+    return message
 
 
 def _model_of(entry: Entry) -> dict[str, str] | None:
@@ -150,7 +317,8 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
         elif entry_type == "compaction" and not compaction_seen:
             compaction_seen = True
             kept_id = current.get("firstKeptEntryId")
-            kept_done = kept_id is None  # nothing before it is kept
+            # Nothing before it is kept: no id, or its own id (Q16-31, retain none).
+            kept_done = kept_id is None or kept_id == entry_id
         if entry_type == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
             thinking_done = True
         if not model_done and _decides_model(current):
@@ -165,8 +333,7 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
 
 def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionContext:
     ctx = SessionContext(leaf_id=leaf_id)
-    compaction_index = -1
-    for index, entry in enumerate(path):
+    for entry in path:
         entry_type = entry.get("type")
         if entry_type == "thinking_level_change":
             level = entry.get("thinkingLevel")
@@ -180,31 +347,11 @@ def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionC
             message = entry.get("message")
             if isinstance(message, dict) and message.get("role") == "assistant":
                 ctx.model = {"provider": message.get("provider"), "modelId": message.get("model")}
-        elif entry_type == "compaction":
-            compaction_index = index
 
-    def add(entry: Entry) -> None:
-        for message in project_entry(entry):
+    for projected in project_path(path):
+        for message in projected.messages:
             ctx.messages.append(message)
-            ctx.entry_ids.append(entry["id"])
-
-    if compaction_index < 0:
-        for entry in path:
-            add(entry)
-        return ctx
-
-    compaction = path[compaction_index]
-    ctx.messages.append(compaction_summary_message(compaction))
-    ctx.entry_ids.append(compaction["id"])
-    first_kept = compaction.get("firstKeptEntryId")
-    keeping = False
-    for entry in path[:compaction_index]:
-        if entry["id"] == first_kept:
-            keeping = True
-        if keeping:
-            add(entry)
-    for entry in path[compaction_index + 1 :]:
-        add(entry)
+            ctx.entry_ids.append(projected.entry["id"])
     return ctx
 
 
@@ -252,7 +399,7 @@ def branch_summary_text(summary: str) -> str:
 def convert_message(message: Message) -> Message | None:
     role = message.get("role")
     timestamp = message.get("timestamp")
-    if role in ("user", "assistant", "developer"):
+    if role in ("user", "assistant", "developer", "system"):  # Q16-7: system passes through
         return message
     if role == "toolResult":
         if message.get("prunedAt") is not None:

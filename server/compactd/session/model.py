@@ -28,6 +28,8 @@ KNOWN_ENTRY_TYPES = frozenset(
         "custom_message",
         "label",
         "session_info",
+        "context_edit",
+        "usage",
     }
 )
 
@@ -150,6 +152,17 @@ class DeveloperMessage(_Open):
     timestamp: int | float | None = None
 
 
+class SystemMessage(_Open):
+    """Pi 1.6 prompt and tool-loadout state (Q16-2); also a compaction's checkpoint (Q16-13)."""
+
+    role: Literal["system"]
+    content: str | list[UserContentBlock] | None = None
+    sections: dict[str, str | None] | None = None
+    toolsAdded: list[dict[str, Any]] | None = None
+    toolsRemoved: list[dict[str, Any]] | None = None
+    timestamp: int | float | None = None
+
+
 class BranchSummaryMessage(_Open):
     role: Literal["branchSummary"]
     summary: str
@@ -172,6 +185,7 @@ AgentMessage = Annotated[
         BashExecutionMessage,
         CustomMessage,
         DeveloperMessage,
+        SystemMessage,
         BranchSummaryMessage,
         CompactionSummaryMessage,
     ],
@@ -232,6 +246,7 @@ class CompactionEntry(_EntryBase):
     details: Any = None
     fromHook: bool | None = None
     usage: Usage | None = None
+    systemMessage: SystemMessage | None = None  # Q16-13
 
 
 class BranchSummaryEntry(_EntryBase):
@@ -268,6 +283,29 @@ class SessionInfoEntry(_EntryBase):
     name: str | None = None
 
 
+class ContextEditReplacement(_Open):
+    content: str | list[dict[str, Any]]
+
+
+class ContextEditEntry(_EntryBase):
+    """Q16-21: hides (`replacement: null`) or replaces the model content of one earlier entry."""
+
+    type: Literal["context_edit"]
+    targetId: str
+    replacement: ContextEditReplacement | None
+
+
+class UsageEntry(_EntryBase):
+    """Q16-33: usage outside the conversation (e.g. cache warming); never in context."""
+
+    type: Literal["usage"]
+    kind: str
+    provider: str | None = None
+    model: str | None = None
+    usage: Usage | None = None
+    note: str | None = None
+
+
 class UnknownEntry(_EntryBase):
     """An entry type we do not model (e.g. oh-my-pi's `ttsr_injection`); kept verbatim."""
 
@@ -285,6 +323,8 @@ KnownEntry = Annotated[
         CustomMessageEntry,
         LabelEntry,
         SessionInfoEntry,
+        ContextEditEntry,
+        UsageEntry,
     ],
     Field(discriminator="type"),
 ]

@@ -22,7 +22,7 @@ from typing import Any, Iterable
 
 import orjson
 
-from .clock import now_iso
+from .clock import iso_to_ms, now_iso
 from .model import CURRENT_SESSION_VERSION, drop_none, encode_line
 from .tree import (
     TreeNode,
@@ -472,6 +472,10 @@ class Session:
             self._sync_with_disk()  # adopt another writer's lines first so our parentId is right
         entry: Entry = {"type": entry_type, "id": self.new_entry_id(), "parentId": self.leaf_id, "timestamp": now_iso()}
         entry.update((k, v) for k, v in fields.items() if k != "type")
+        checkpoint = entry.get("systemMessage")
+        if entry_type == "compaction" and isinstance(checkpoint, dict):
+            # Q16-14: the checkpoint carries the compaction entry's own time.
+            entry["systemMessage"] = {**checkpoint, "timestamp": iso_to_ms(entry["timestamp"])}
         self._persist([entry])
         self._commit(entry)
         return entry["id"]

@@ -32,6 +32,7 @@ _KIND_BY_ROLE = {
     "bashExecution": "bash",
     "custom": "customMessage",
     "developer": "developer",
+    "system": "system",
 }
 
 
@@ -102,6 +103,8 @@ def entry_preview(entry: Entry) -> str:
         if role == "toolResult":
             prefix = f"{message.get('toolName', 'tool')}: "
             return _one_line(prefix + _blocks_text(message.get("content")))
+        if role == "system":
+            return _system_preview(message)
         if role == "assistant" and message.get("stopReason") in ("error", "aborted") and message.get("errorMessage"):
             return _one_line(f"[{message['stopReason']}] {message['errorMessage']}")
         return _one_line(_blocks_text(message.get("content")))
@@ -119,7 +122,27 @@ def entry_preview(entry: Entry) -> str:
         return f"name: {entry.get('name') or '(cleared)'}"
     if entry_type == "custom":
         return f"custom: {entry.get('customType')}"
+    if entry_type == "context_edit":
+        # Q16-29: Pi's "all" tree filter shows edits this way.
+        action = "omit" if entry.get("replacement") is None else "replace"
+        return f"[context {action}: {entry.get('targetId')}]"
     return str(entry_type)
+
+
+def _system_preview(message: dict[str, Any]) -> str:
+    """Pi 1.6 prompt state (Q16-2): which sections and tools changed, not the prompt text."""
+    parts: list[str] = []
+    text = _blocks_text(message.get("content"))
+    if text:
+        parts.append(text)
+    sections = message.get("sections")
+    if isinstance(sections, dict) and sections:
+        parts.append("sections: " + ", ".join(str(name) for name in sections))
+    for field, label in (("toolsAdded", "tools +"), ("toolsRemoved", "tools -")):
+        tools = message.get(field)
+        if isinstance(tools, list) and tools:
+            parts.append(label + ", ".join(str(t.get("name")) for t in tools if isinstance(t, dict)))
+    return _one_line("system: " + ("; ".join(parts) if parts else "(empty)"))
 
 
 def info_report(session: Session) -> dict[str, Any]:
