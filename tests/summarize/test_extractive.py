@@ -21,7 +21,7 @@ from compactd.summarize.extractive import (
 from tests.support.summarizers import make_request
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = REPO_ROOT.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 
 TRACEBACK = (
     "Traceback (most recent call last):\n"
