@@ -9,7 +9,6 @@ loading run in worker threads, so `$/cancelRequest` and other requests are answe
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import sys
@@ -24,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 from compactd import __version__
 from compactd.engine.registry import SessionHandle, SessionRegistry
 from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
-from compactd.session import Session
+from compactd.session import Session, SessionView
 from compactd.summarize.base import Summarizer
 
 from .errors import Code, RpcError
@@ -230,13 +229,9 @@ class CompactdServer(LanguageServer):
     # --- off-loop work -------------------------------------------------------------------------
 
     @staticmethod
-    def snapshot(session: Session) -> Session:
-        """A read-only view for worker threads: appends on the loop do not disturb it."""
-        snap = copy.copy(session)
-        snap.entries = list(session.entries)
-        snap.by_id = dict(session.by_id)
-        snap.warnings = list(session.warnings)
-        return snap
+    def snapshot(session: Session) -> SessionView:
+        """A frozen read-only view for worker threads: appends on the loop do not disturb it."""
+        return session.snapshot()
 
     @staticmethod
     async def off_loop(fn: Callable[..., T], *args: Any) -> T:
