@@ -4,6 +4,7 @@ CancelledByHook: test_hooks.py; parse/invalid request/not initialized: test_garb
 from __future__ import annotations
 
 import asyncio
+import json
 import shutil
 from pathlib import Path
 
@@ -169,8 +170,14 @@ async def test_concurrent_modification(client: TestClient, tmp_path: Path) -> No
     path.write_text("".join(lines[:3]))  # another process truncated the file
     error = await call_error(client, "session/append", {"sessionId": "e2e-session", "entries": [
         {"type": "message", "message": user_message("x", 1)}]})
-    assert error.code == -32016 and str(path) in error.message
+    assert error.code == -32016 and str(path) in error.message and "nothing was written" in error.message
     assert path.read_text() == "".join(lines[:3])
+    # the daemon read the truncated file again and said so; the next append lands on that view
+    assert client.of("session/didChange")[-1]["kind"] == "reloaded"
+    again = await call(client, "session/append", {"sessionId": "e2e-session", "entries": [
+        {"type": "message", "message": user_message("x", 1)}]})
+    assert json.loads(path.read_text().splitlines()[-1])["parentId"] == json.loads(lines[2])["id"]
+    assert again["leafId"] == json.loads(path.read_text().splitlines()[-1])["id"]
 
 
 async def test_invalid_session_file(client: TestClient, tmp_path: Path) -> None:

@@ -31,6 +31,7 @@ from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
 from .protocol import CompactdProtocol, FrameReader, make_converter, start_stdin_thread
 from .schema import InitOptions
+from .watch import poll_interval, watch_files
 
 log = logging.getLogger("compactd.rpc")
 T = TypeVar("T")
@@ -135,8 +136,16 @@ class CompactdServer(LanguageServer):
         self.protocol.notify(method, params)
 
     def announce(self, handle: SessionHandle, kind: str, entry_ids: list[str] | None = None) -> list[str]:
-        """session/didChange for entries the client has not heard of yet (or explicit ids)."""
+        """session/didChange for entries the client has not heard of yet (or explicit ids). A file
+        reloaded since the last announcement is announced first as `reloaded`."""
         session = handle.session
+        if handle.generation != session.generation:
+            handle.generation = session.generation
+            handle.announced = len(session.entries)
+            self.notify("session/didChange", {"sessionId": handle.session_id, "kind": "reloaded", "entryIds": [],
+                                               "leafId": session.leaf_id})
+            if entry_ids is None:
+                return []
         new_ids = [e["id"] for e in session.entries[handle.announced:]]
         handle.announced = len(session.entries)
         if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
@@ -269,6 +278,9 @@ class CompactdServer(LanguageServer):
 
         reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
         reader_starter(loop, reader, on_eof)
+        interval = poll_interval()
+        if interval > 0:
+            self.spawn(watch_files(self, interval), "watch-files")
         await self._stop.wait()
         for job in list(self.jobs):
             job.cancel("server")

@@ -270,6 +270,17 @@ class SessionFile:
 
     # --- stay in step with other writers (D-18) ---------------------------------------------------
 
+    def changed(self) -> bool:
+        """One stat: True when inode, size or mtime differ from what we know (or the file is gone)."""
+        known = self.state
+        if known is None:
+            return False
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return True
+        return (st.st_ino, st.st_size, st.st_mtime_ns) != (known.inode, known.size, known.mtime_ns)
+
     def check(self) -> Tail | None:
         """What changed on disk since our last read or write: None (nothing), a Tail of complete
         lines appended by another writer, or an error — FileRewrittenError when the bytes we know

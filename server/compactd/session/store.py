@@ -76,14 +76,16 @@ class ExternalAppend:
 @dataclass(frozen=True)
 class SyncResult:
     """What `Session.sync()` found: `appended` (entries adopted from another writer), `reloaded`
-    (the file was rewritten by another program and read again) or nothing (both falsy)."""
+    (the file was rewritten by another program and read again), `stale` (it was, but the caller
+    asked not to reload yet) or nothing (all falsy)."""
 
     appended: tuple[str, ...] = ()
     reloaded: bool = False
+    stale: bool = False
     reason: str | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.appended) or self.reloaded
+        return bool(self.appended) or self.reloaded or self.stale
 
 
 class TreeQueries:
@@ -466,26 +468,35 @@ class Session(TreeQueries):
             self.rewrite(checked=True)
         self.file.append(b"".join(_encode(new_entries)))
 
-    def sync(self) -> SyncResult:
+    def sync(self, *, reload: bool = True) -> SyncResult:
         """Catch up with the file on disk: adopt complete lines another writer appended, or — when
         the bytes we know changed (Pi migrating the file in place, a rename over it, truncation) —
-        read the whole file again. Never writes. Raises ConcurrentModificationError when the file
-        was removed or a line is half written (nothing changes then)."""
+        read the whole file again (`reload=False`: only report it as `stale`). Never writes.
+        Raises ConcurrentModificationError when the file was removed or a line is half written
+        (nothing changes then)."""
         if not self.persisted:
             return SyncResult()
         try:
             return SyncResult(appended=self._check_disk())
         except FileRewrittenError as exc:
+            if not reload:
+                return SyncResult(stale=True, reason=str(exc))
             self.reload()
             return SyncResult(reloaded=True, reason=str(exc))
 
-    def reload(self) -> None:
-        """Read the file again (after another program rewrote it). The leaf stays where it was if
-        that entry still exists and was not the tip; otherwise it is the file's last entry."""
+    def changed_on_disk(self) -> bool:
+        """A cheap test (one stat) for "sync() may have something to do"."""
+        return self.file is not None and self.file.changed()
+
+    def reload(self, raw: RawFile | None = None) -> None:
+        """Take the file as it is now (after another program rewrote it); `raw` may come from
+        `self.file.read()` run in a worker thread. The leaf stays where it was if that entry still
+        exists and was not the tip; otherwise it is the file's last entry."""
         assert self.file is not None
         old_leaf, old_tip = self.leaf_id, (self.entries[-1]["id"] if self.entries else None)
-        with gc_paused():
-            raw = self.file.read()
+        if raw is None:
+            with gc_paused():
+                raw = self.file.read()
         if raw.header is None:
             raise InvalidSessionFileError(self.file.path)
         self._take(raw)
