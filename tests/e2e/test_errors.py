@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -204,3 +205,15 @@ async def test_session_conflict(client: TestClient, tmp_path: Path) -> None:
     shutil.copyfile(path, copy)
     error = await call_error(client, "session/open", {"path": str(copy)})
     assert error.code == -32020 and "e2e-session" in error.message
+
+
+async def test_open_of_a_device_or_fifo_is_refused_at_once(client: TestClient, tmp_path: Path) -> None:
+    """Reading /dev/zero never ends and opening a FIFO waits for a writer: both used to leave the
+    request unanswered and a worker thread lost."""
+    await initialize(client)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "device"), (str(fifo), "FIFO")):
+        error = await asyncio.wait_for(call_error(client, "session/open", {"path": path}), 30)
+        assert error.code == -32018 and f"{path} is a {kind}" in error.message and "not a session file" in error.message
+    assert (await asyncio.wait_for(call(client, "session/list"), 30)) == {"sessions": []}

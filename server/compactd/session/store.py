@@ -356,7 +356,7 @@ class Session(TreeQueries):
             "firstKeptEntryId": first_kept_entry_id,
             "tokensBefore": tokens_before,
             "details": details,
-            "fromHook": True if from_hook else None,
+            "fromHook": bool(from_hook),  # D-2: always written, as Pi does
             "usage": usage,
         }
         fields.update(extra)
@@ -413,7 +413,7 @@ class Session(TreeQueries):
                         "fromId": from_id if from_id is not None else (attach_to or "root"),
                         "summary": summary,
                         "details": details,
-                        "fromHook": True if from_hook else None,
+                        "fromHook": bool(from_hook),  # D-2: always written, as Pi does
                         "usage": usage,
                     }
                 )
