@@ -168,3 +168,21 @@ def test_leaf_off_the_tip_survives_a_reload_when_it_still_exists(tmp_path: Path)
     other.rewrite()  # another program replaces the file (same content, new inode)
     assert session.sync().reloaded
     assert session.leaf_id == a
+
+
+def test_a_line_read_half_written_is_adopted_once_its_writer_finishes_it(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session.create("/w", path)
+    first = session.append_message(assistant("a"))
+    line = json.dumps({"type": "message", "id": "late0001", "parentId": first, "timestamp": "2026-01-01T00:00:00.000Z",
+                       "message": assistant("written in two steps")}) + "\n"
+    with open(path, "a") as handle:  # the other writer is half-way through its line when we load
+        handle.write(line[:40])
+    loaded = Session.open(path)
+    assert [w.line for w in loaded.warnings] == [3] and "incomplete final line" in loaded.warnings[0].message
+    with open(path, "a") as handle:
+        handle.write(line[40:])
+    result = loaded.sync()
+    assert result.appended == ("late0001",) and loaded.leaf_id == "late0001"
+    mine = loaded.append_message(assistant("after"))
+    assert [e["id"] for e in Session.open(path).entries] == [first, "late0001", mine]

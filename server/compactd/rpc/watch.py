@@ -60,10 +60,11 @@ async def resync(ls: CompactdServer, handle: SessionHandle, *, strict: bool = Fa
             if result.stale and not handle.running():
                 assert session.file is not None
                 raw = await ls.off_loop(session.file.read)  # a big file is parsed off the loop
-                session.reload(raw)
-                reloaded = True
-                handle.token_cache = ExactTokenCache()  # same ids may now hold other content
-                log.info("session %s reloaded: %s", handle.session_id, result.reason)
+                if not handle.running():  # (an automatic compaction may have started meanwhile)
+                    session.reload(raw)
+                    reloaded = True
+                    handle.token_cache = ExactTokenCache()  # same ids may now hold other content
+                    log.info("session %s reloaded: %s", handle.session_id, result.reason)
         except ConcurrentModificationError:
             if strict:
                 raise

@@ -112,6 +112,7 @@ class FileState:
     lines: int
     prelude_len: int  # bytes of the title slot line before the header (0: none)
     digest: bytes  # fingerprint of [prelude_len, size)
+    torn_from: int = -1  # where an unterminated last line starts (-1: the file ends with a newline)
 
 
 @dataclass
@@ -148,7 +149,8 @@ def _file_kind(mode: int) -> str | None:
     return "special file"
 
 
-def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry]], list[LoadWarning], int, int, bool]:
+def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry]], list[LoadWarning], int, int, int]:
+    """(title slot, header, entries, warnings, lines, bytes read, start of the last line)."""
     loads = orjson.loads
     warnings: list[LoadWarning] = []
     parsed: list[tuple[int, Entry]] = []
@@ -157,9 +159,11 @@ def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry
     line_no = 0
     size = 0
     last_newline = True
+    last_start = 0
     readline = handle.readline
     while raw := readline(MAX_LINE_BYTES + 1):
         line_no += 1
+        last_start = size
         size += len(raw)
         last_newline = raw.endswith(b"\n")
         if len(raw) > MAX_LINE_BYTES and not last_newline:
@@ -185,14 +189,14 @@ def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry
                 prelude = raw  # oh-my-pi's title slot (QO-1): kept byte for byte, never parsed again
                 continue
             if not (isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str)):
-                return prelude, None, parsed, warnings, line_no, size, last_newline  # F-21
+                return prelude, None, parsed, warnings, line_no, size, last_start  # F-21
             header = obj
             continue
         if not isinstance(obj, dict) or not isinstance(obj.get("type"), str):
             warnings.append(LoadWarning(line_no, "not a session entry (expected an object with a string 'type'); skipped"))
             continue
         parsed.append((line_no, obj))
-    return prelude, header, parsed, warnings, line_no, size, last_newline
+    return prelude, header, parsed, warnings, line_no, size, last_start if not last_newline else -1
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -258,10 +262,10 @@ class SessionFile:
             os.close(fd)
             raise
         with handle:
-            prelude, header, parsed, warnings, lines, size, newline = _parse(handle)
+            prelude, header, parsed, warnings, lines, size, torn_from = _parse(handle)
             st = os.fstat(handle.fileno())
             digest = fingerprint(handle.fileno(), len(prelude), size)
-        state = FileState(st.st_ino, size, st.st_mtime_ns, newline, lines, len(prelude), digest)
+        state = FileState(st.st_ino, size, st.st_mtime_ns, torn_from < 0, lines, len(prelude), digest, torn_from)
         return RawFile(prelude, header, parsed, warnings, state)
 
     def adopt_read(self, raw: RawFile) -> None:
@@ -311,18 +315,19 @@ class SessionFile:
                 self.prelude = slot  # oh-my-pi updates its title slot in place (QO-2)
             if st.st_size == known.size:
                 self.state = FileState(known.inode, known.size, st.st_mtime_ns, known.ends_with_newline, known.lines,
-                                       known.prelude_len, known.digest)
+                                       known.prelude_len, known.digest, known.torn_from)
                 return None
-            data = os.pread(fd, st.st_size - known.size, known.size)
+            # A last line read while its writer was still at it is read again whole, from its start.
+            start = known.torn_from if known.torn_from >= 0 else known.size
+            data = os.pread(fd, st.st_size - start, start)
             if not data.endswith(b"\n"):
                 raise ConcurrentModificationError(
                     f"Another process is writing to {self.path} (incomplete line at the end); try again"
                 )
-            size = known.size + len(data)
+            size = start + len(data)
             digest = fingerprint(fd, known.prelude_len, size)
-        # A torn last line of ours is continued by the other writer's first bytes: same line number.
-        first_line = known.lines + (1 if known.ends_with_newline else 0)
-        lines = known.lines + data.count(b"\n") - (0 if known.ends_with_newline else 1)
+        first_line = known.lines + (1 if known.torn_from < 0 else 0)
+        lines = first_line - 1 + data.count(b"\n")
         state = FileState(known.inode, size, st.st_mtime_ns, True, lines, known.prelude_len, digest)
         return Tail(data, first_line, state)
 
