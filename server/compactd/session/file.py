@@ -306,7 +306,8 @@ class SessionFile:
             fd = handle.fileno()
             if fingerprint(fd, known.prelude_len, known.size) != known.digest:
                 raise FileRewrittenError(
-                    f"Session file was rewritten in place by another process (the bytes already read changed): {self.path}{_RELOAD}"
+                    "Session file was rewritten in place by another process (the bytes already read changed): "
+                    f"{self.path}{_RELOAD}"
                 )
             if known.prelude_len:
                 slot = os.pread(fd, known.prelude_len, 0)
