@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from compactd.session import FileRewrittenError, Session
+from compactd.session import ConcurrentModificationError, FileRewrittenError, Session
 from compactd.session import file as session_file
 
 from ..conftest import REAL_PI_FILES
@@ -186,3 +186,15 @@ def test_a_line_read_half_written_is_adopted_once_its_writer_finishes_it(tmp_pat
     assert result.appended == ("late0001",) and loaded.leaf_id == "late0001"
     mine = loaded.append_message(assistant("after"))
     assert [e["id"] for e in Session.open(path).entries] == [first, "late0001", mine]
+
+
+def test_a_file_replaced_by_another_session_is_not_reloaded_as_this_one(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session.create("/w", path, session_id="first")
+    session.append_message(assistant("a"))
+    other = Session.create("/w", tmp_path / "o.jsonl", session_id="second")
+    other.append_message(assistant("b"))
+    os.replace(tmp_path / "o.jsonl", path)
+    with pytest.raises(ConcurrentModificationError, match="another session"):
+        session.sync()
+    assert session.session_id == "first" and len(session.entries) == 1

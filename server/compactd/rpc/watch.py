@@ -65,10 +65,10 @@ async def resync(ls: CompactdServer, handle: SessionHandle, *, strict: bool = Fa
                     reloaded = True
                     handle.token_cache = ExactTokenCache()  # same ids may now hold other content
                     log.info("session %s reloaded: %s", handle.session_id, result.reason)
-        except ConcurrentModificationError:
+        except ConcurrentModificationError as exc:
             if strict:
                 raise
-            log.info("session %s not synced yet: a line is half written or the file is gone", handle.session_id)
+            log.info("session %s not synced: %s", handle.session_id, exc)
         except (SessionError, OSError) as exc:
             if strict:
                 raise

@@ -149,8 +149,9 @@ class TreeQueries:
 @dataclass(frozen=True, eq=False)
 class SessionView(TreeQueries):
     """A frozen copy of a session's state for worker threads: appends, leaf moves and reloads on
-    the live session do not disturb it. Entry dicts are shared, never mutated in place (pruning
-    swaps in new message dicts), so copying the list and the index suffices."""
+    the live session do not disturb it. Entry dicts are shared (copying them would cost more than
+    most answers); the only in-place change is pruning's swap of an entry's `message` for a new
+    dict, a single atomic assignment."""
 
     header: Entry
     entries: list[Entry]
@@ -499,6 +500,9 @@ class Session(TreeQueries):
                 raw = self.file.read()
         if raw.header is None:
             raise InvalidSessionFileError(self.file.path)
+        if raw.header.get("id") != self.session_id:
+            raise ConcurrentModificationError(
+                f"{self.file.path} now holds another session ({raw.header.get('id')}); close and open it again")
         self._take(raw)
         if old_leaf is not None and old_leaf != old_tip and old_leaf in self.by_id:
             self.leaf_id = old_leaf
