@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -39,7 +38,8 @@ def _full_hash(path: Path) -> str:
 
 @scenario("watch_poll", description="file watching: stat poll, verify + adopt an external append, full-file hash")
 def watch_poll(ctx: Context) -> Iterator[Case]:
-    scratch = Path(tempfile.mkdtemp(prefix="compactd-bench-watch-"))
+    scratch = ctx.data_dir / "watch"  # copies we append to; overwritten by the next run, never in /tmp
+    scratch.mkdir(parents=True, exist_ok=True)
     for label, source in ctx.inputs(fixture=False):
         path = scratch / f"{label}.jsonl"
         shutil.copyfile(source, path)
