@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-FIXTURE = REPO_ROOT.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 DEFAULT_DATA_DIR = REPO_ROOT / "bench" / "data"
 DEFAULT_JSON = REPO_ROOT / "bench" / "out" / "results.json"
 

@@ -1,4 +1,4 @@
-"""Shared test fixtures. The real Pi session lives in ../shared beside the checkout (never copied)."""
+"""Shared test fixtures: real Pi session files kept in tests/fixtures (see its README for their origin)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,15 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-SHARED = REPO_ROOT.parent / "shared"
-PI_FIXTURE = SHARED / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURES = REPO_ROOT / "tests" / "fixtures"
+PI_FIXTURE = FIXTURES / "pi-before-compaction.v1.jsonl"
+# Four more files the real Pi wrote (v1): name → path. Two hold one malformed line each.
+REAL_PI_FILES = {path.stem: path for path in sorted((FIXTURES / "real-pi").glob("*.jsonl"))}
 
 
 @pytest.fixture
 def pi_fixture() -> Path:
-    assert PI_FIXTURE.exists(), f"missing shared fixture {PI_FIXTURE}"
+    assert PI_FIXTURE.exists(), f"missing fixture {PI_FIXTURE}"
     return PI_FIXTURE
 
 

@@ -112,6 +112,15 @@ def test_branch_json(tmp_path: Path) -> None:
     assert [m["entryId"] for m in small["messages"]] == [left_leaf]
     assert small["readFiles"] == ["left.py"]  # the overflowing message still contributes its files
     assert run_json("branch", str(path), "--from", left_leaf, "--to", root)["commonAncestorId"] == root
+    # --budget 0 is "no limit" (Pi's prepareBranchEntries(entries, 0)), not clamped to 1024 tokens
+    b.branch_from(left_leaf)
+    long_leaf = b.user("long " * 3000)
+    path = write_session(tmp_path / "tree2.jsonl", b)
+    unlimited = run_json("branch", str(path), "--from", long_leaf, "--to", right, "--budget", "0")
+    assert unlimited["totalTokens"] > 1024 and len(unlimited["messages"]) == 4
+    assert run_json("branch", str(path), "--from", long_leaf, "--to", right, "--budget", "1024")["messages"] == []
+    negative = run("branch", str(path), "--from", long_leaf, "--to", right, "--budget", "-1")
+    assert negative.returncode == 2 and "--budget" in negative.stderr
     bad = run("branch", str(path), "--from", "zzz", "--to", right)
     assert bad.returncode == 2 and "--from: Entry zzz not found" in bad.stderr
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -84,3 +85,15 @@ def test_errors_are_clear(tmp_path: Path) -> None:
     assert invalid.returncode == 2 and "not a valid pi session" in invalid.stderr
     unknown_leaf = run("context", str(bad.with_name("x")), "--leaf", "zz")
     assert unknown_leaf.returncode == 2
+
+
+def test_a_path_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path) -> None:
+    """/dev/zero never ends and a FIFO blocks until someone writes: both used to hang forever."""
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "device"), (str(fifo), "FIFO"), (str(tmp_path), "directory")):
+        for command in ("info", "compact", "tree"):
+            done = subprocess.run([sys.executable, "-m", "compactd", command, path], capture_output=True, text=True,
+                                  timeout=60)  # a regression fails here instead of hanging the suite
+            assert done.returncode == 2, (command, path, done.stderr)
+            assert f"{path} is a {kind}" in done.stderr and "not a session file" in done.stderr

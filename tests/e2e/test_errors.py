@@ -4,6 +4,8 @@ CancelledByHook: test_hooks.py; parse/invalid request/not initialized: test_garb
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 import shutil
 from pathlib import Path
 
@@ -169,8 +171,14 @@ async def test_concurrent_modification(client: TestClient, tmp_path: Path) -> No
     path.write_text("".join(lines[:3]))  # another process truncated the file
     error = await call_error(client, "session/append", {"sessionId": "e2e-session", "entries": [
         {"type": "message", "message": user_message("x", 1)}]})
-    assert error.code == -32016 and str(path) in error.message
+    assert error.code == -32016 and str(path) in error.message and "nothing was written" in error.message
     assert path.read_text() == "".join(lines[:3])
+    # the daemon read the truncated file again and said so; the next append lands on that view
+    assert client.of("session/didChange")[-1]["kind"] == "reloaded"
+    again = await call(client, "session/append", {"sessionId": "e2e-session", "entries": [
+        {"type": "message", "message": user_message("x", 1)}]})
+    assert json.loads(path.read_text().splitlines()[-1])["parentId"] == json.loads(lines[2])["id"]
+    assert again["leafId"] == json.loads(path.read_text().splitlines()[-1])["id"]
 
 
 async def test_invalid_session_file(client: TestClient, tmp_path: Path) -> None:
@@ -197,3 +205,15 @@ async def test_session_conflict(client: TestClient, tmp_path: Path) -> None:
     shutil.copyfile(path, copy)
     error = await call_error(client, "session/open", {"path": str(copy)})
     assert error.code == -32020 and "e2e-session" in error.message
+
+
+async def test_open_of_a_device_or_fifo_is_refused_at_once(client: TestClient, tmp_path: Path) -> None:
+    """Reading /dev/zero never ends and opening a FIFO waits for a writer: both used to leave the
+    request unanswered and a worker thread lost."""
+    await initialize(client)
+    fifo = tmp_path / "pipe.jsonl"
+    os.mkfifo(fifo)
+    for path, kind in (("/dev/zero", "device"), (str(fifo), "FIFO")):
+        error = await asyncio.wait_for(call_error(client, "session/open", {"path": path}), 30)
+        assert error.code == -32018 and f"{path} is a {kind}" in error.message and "not a session file" in error.message
+    assert (await asyncio.wait_for(call(client, "session/list"), 30)) == {"sessions": []}

@@ -163,3 +163,20 @@ def test_wrong_content_lengths_resynchronize() -> None:
         assert server.shutdown() == 0
     finally:
         server.kill()
+
+
+def test_initialize_with_missing_or_wrong_fields_names_them() -> None:
+    server = RawServer()
+    try:
+        missing = server.request(1, "initialize", {"processId": None})
+        assert missing["error"]["code"] == -32602
+        assert missing["error"]["message"] == "Invalid params for initialize: capabilities: required field missing"
+        wrong = server.request(2, "initialize", {"processId": "me", "capabilities": {}})
+        assert wrong["error"]["code"] == -32602 and "processId:" in wrong["error"]["message"]
+        assert "sub-exception" not in wrong["error"]["message"]
+        assert "capabilities" in server.initialize()["result"]  # a correct initialize still works
+        typed = server.request(3, "textDocument/hover", {"textDocument": 5, "position": "top"})
+        assert typed["error"]["code"] == -32602 and "textDocument" in typed["error"]["message"]
+        assert server.shutdown() == 0
+    finally:
+        server.kill()

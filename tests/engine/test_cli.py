@@ -19,7 +19,7 @@ from compactd.session.model import parse_entry
 from .builders import add, assistant, call, new_session, result, user
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURE = REPO_ROOT.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURE = REPO_ROOT / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 _MODEL_ENV = (
     "OPENAI_API_KEY",
     "OPENAI_BASE_URL",
@@ -82,7 +82,7 @@ def expected_file_lists(
 
 
 def test_compact_real_fixture_offline(tmp_path: Path) -> None:
-    assert FIXTURE.exists(), f"missing shared fixture {FIXTURE}"
+    assert FIXTURE.exists(), f"missing fixture {FIXTURE}"
     fixture_hash = hashlib.sha256(FIXTURE.read_bytes()).hexdigest()
     copy = tmp_path / "work" / "session.jsonl"
     copy.parent.mkdir()
@@ -120,7 +120,7 @@ def test_compact_real_fixture_offline(tmp_path: Path) -> None:
     # a second run refuses: the path already ends with a compaction
     again = run_cli(tmp_path, "compact", str(copy))
     assert again.returncode == 2 and again.stderr.strip() == "compactd: Already compacted"
-    assert hashlib.sha256(FIXTURE.read_bytes()).hexdigest() == fixture_hash  # the shared file is untouched
+    assert hashlib.sha256(FIXTURE.read_bytes()).hexdigest() == fixture_hash  # the fixture is untouched
 
 
 def test_navigate_with_summary(tmp_path: Path) -> None:

@@ -464,7 +464,7 @@ async def test_hooks_see_events_once_each_and_default_summary_is_not_from_hook(t
     assert all(set(m) == {"role", "entryId"} for m in hook.events["compacting"]["messages"])
     after = hook.events["after"]
     assert after["compactionEntry"] == session.by_id[res.entry_id] and after["fromHook"] is False
-    assert "fromHook" not in session.by_id[res.entry_id] and res.from_hook is False
+    assert session.by_id[res.entry_id]["fromHook"] is False and res.from_hook is False  # D-2
 
 
 async def test_hook_cancel(tmp_path: Path) -> None:

@@ -95,7 +95,7 @@ async def test_navigate_to_nested_user_message_with_summary(tmp_path: Path, fake
         + "\n\n<read-files>\nsrc/b.py\n</read-files>\n\n<modified-files>\nsrc/a.py\n</modified-files>"
     )
     assert entry["details"] == {"readFiles": ["src/b.py"], "modifiedFiles": ["src/a.py"]}
-    assert entry["usage"]["output"] == 300 and "fromHook" not in entry
+    assert entry["usage"]["output"] == 300 and entry["fromHook"] is False  # D-2
     # the context now ends with the summary
     ctx = build_session_context(session.entries, session.leaf_id, session.by_id)
     assert [m["role"] for m in ctx.messages] == ["user", "assistant", "branchSummary"]

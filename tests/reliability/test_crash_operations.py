@@ -43,7 +43,7 @@ from tests.e2e.helpers import GOOD_SUMMARY
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
-FIXTURE_V1 = REPO_ROOT.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"
+FIXTURE_V1 = REPO_ROOT / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 ROUNDS = max(1, int(os.environ.get("COMPACTD_CRASH_OPS_ROUNDS", "5")))
 CHILD_LIMIT_S = 60.0  # a child that never reaches a marker is a failure, not a hang
 KILLS_DONE: dict[str, dict[str, int]] = {}  # scenario -> kill point -> count (for the long-run report)

@@ -24,7 +24,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from compactd.compaction.reports import branch_report, prepare_report, prune_report, stats_report
 from compactd.session import Session
-from compactd.session import store
+from compactd.session import file as session_file
 from compactd.session.context import build_session_context
 from compactd.session.views import context_report, info_report, tree_report
 
@@ -216,8 +216,8 @@ def test_each_damage_kind_is_reported_precisely(base_lines: list[bytes], tmp_pat
 
 def test_oversized_line_is_skipped_without_being_parsed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # The limit is a module constant; a small value keeps the test file small.
-    monkeypatch.setattr(store, "MAX_LINE_BYTES", 4096)
-    monkeypatch.setattr(store, "_SKIP_CHUNK", 100)
+    monkeypatch.setattr(session_file, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(session_file, "_SKIP_CHUNK", 100)
     session = Session.create("/w", tmp_path / "s.jsonl")
     first = session.append_message({"role": "assistant", "content": [{"type": "text", "text": "a"}], "stopReason": "stop"})
     huge = {"type": "custom", "id": "huge0001", "parentId": first, "customType": "blob", "data": "z" * 10_000}

@@ -12,11 +12,30 @@ from compactd.cli import main
 from compactd.samples import generate_session, sample_session_text
 
 
-def test_default_writes_the_bundled_sample_and_prints_the_path(tmp_path: Path, capsys) -> None:
+def _without_header_cwd(text: str) -> tuple[str, list[str]]:
+    lines = text.splitlines()
+    return json.loads(lines[0])["cwd"], [json.dumps({**json.loads(lines[0]), "cwd": None})] + lines[1:]
+
+
+def test_default_writes_the_bundled_sample_and_prints_the_path(tmp_path: Path, capsys,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "deep" / "sample.jsonl"
+    monkeypatch.chdir(tmp_path)
     assert main(["sample", str(out)]) == 0
     assert capsys.readouterr().out.strip() == str(out)
-    assert out.read_text(encoding="utf-8") == sample_session_text()
+    cwd, rest = _without_header_cwd(out.read_text(encoding="utf-8"))
+    assert cwd == str(tmp_path)  # an existing directory (the current one), so Pi can resume it
+    assert rest == _without_header_cwd(sample_session_text())[1]
+
+
+def test_cwd_option_must_be_an_existing_directory(tmp_path: Path, capsys) -> None:
+    out = tmp_path / "s.jsonl"
+    assert main(["sample", str(out), "--cwd", str(tmp_path)]) == 0
+    assert json.loads(out.read_text().splitlines()[0])["cwd"] == str(tmp_path)
+    with pytest.raises(SystemExit) as exc:
+        main(["sample", str(tmp_path / "t.jsonl"), "--cwd", str(tmp_path / "missing")])
+    assert exc.value.code == 2 and "not an existing directory" in capsys.readouterr().err
+    assert not (tmp_path / "t.jsonl").exists()
 
 
 def test_seed_and_size_generate_a_new_session(tmp_path: Path, capsys) -> None:
@@ -25,7 +44,7 @@ def test_seed_and_size_generate_a_new_session(tmp_path: Path, capsys) -> None:
     data = out.read_bytes()
     assert 200 * 1024 <= len(data) <= 200 * 1024 * 1.2 + 8000
     expected = "".join(line + "\n" for line in generate_session(seed=4, target_bytes=200 * 1024))
-    assert data.decode("utf-8") == expected
+    assert _without_header_cwd(data.decode("utf-8"))[1] == _without_header_cwd(expected)[1]
 
 
 def test_switches_are_passed_through(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""The real Pi v1 session from ../shared opens losslessly, migrated, with the right context."""
+"""The real Pi v1 session (tests/fixtures) opens losslessly, migrated, with the right context."""
 
 from __future__ import annotations
 

@@ -64,7 +64,7 @@ def test_branch_with_summary_attaches_child_and_moves_leaf() -> None:
     summary = session.by_id[summary_id]
     assert summary["parentId"] == target and summary["fromId"] == target
     assert session.leaf_id == summary_id
-    assert "fromHook" not in summary
+    assert summary["fromHook"] is False  # D-2: always written, as Pi does
     explicit = session.branch_with_summary(target, "s2", from_id="old-leaf", from_hook=True)
     assert session.by_id[explicit]["fromId"] == "old-leaf" and session.by_id[explicit]["fromHook"] is True
 

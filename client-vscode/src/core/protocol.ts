@@ -200,10 +200,10 @@ export interface PruneResult {
   [key: string]: unknown;
 }
 
-/** session/didChange: entries appended, leaf moved, entries rewritten. */
+/** session/didChange: entries appended, leaf moved, entries rewritten, file reloaded. */
 export interface DidChangeParams {
   sessionId: string;
-  /** appended | leafMoved | rewritten */
+  /** appended | leafMoved | rewritten | reloaded (another program rewrote the file: refetch everything) */
   kind: string;
   entryIds: string[];
   leafId: string | null;

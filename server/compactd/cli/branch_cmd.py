@@ -18,12 +18,19 @@ from ._common import (
 HELP = "show what leaving one entry for another would summarize (entries, messages in budget, files)"
 
 
+def _budget(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError("must be 0 (no limit) or a positive number of tokens")
+    return value
+
+
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_file_argument(parser)
     parser.add_argument("--from", dest="from_id", required=True, metavar="ID", help="the leaf being left")
     parser.add_argument("--to", dest="to_id", required=True, metavar="ID", help="the navigation target")
-    parser.add_argument("--budget", type=int, metavar="N",
-                        help="token budget for the summarized messages (default 128000 - 16384)")
+    parser.add_argument("--budget", type=_budget, metavar="N",
+                        help="token budget for the summarized messages (default 128000 - 16384; 0 = no limit)")
     add_json_argument(parser)
 
 

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import json
+import os
+from collections.abc import Iterable
 from pathlib import Path
 
 HELP = "write a generated, realistic Pi v3 session file (default: the small bundled sample)"
@@ -18,6 +21,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     size.add_argument("--turns", type=int, metavar="N", help="stop after N user turns")
     p.add_argument("--no-branches", action="store_true", help="never navigate back / write branch summaries")
     p.add_argument("--no-compactions", action="store_true", help="never write compaction entries")
+    p.add_argument("--cwd", type=_directory, default=None, metavar="DIR",
+                   help="working directory recorded in the session header (default: the current directory). "
+                        "It must exist: Pi refuses to resume a session whose directory is missing")
+
+
+def _directory(text: str) -> str:
+    path = os.path.abspath(os.path.expanduser(text))
+    if not os.path.isdir(path):
+        raise argparse.ArgumentTypeError(f"not an existing directory: {text!r}")
+    return path
 
 
 def _bytes(text: str) -> int:
@@ -34,16 +47,33 @@ def _bytes(text: str) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    from compactd.samples import sample_session_text, write_session
+    from compactd.samples import generate_session
+    from compactd.samples.generate import sample_lines
 
     out: Path = args.out
     custom = (args.seed is not None or args.size is not None or args.turns is not None
               or args.no_branches or args.no_compactions)
     if custom:
-        write_session(out, seed=0 if args.seed is None else args.seed, target_bytes=args.size, turns=args.turns,
-                      branches=not args.no_branches, compactions=not args.no_compactions)
+        lines: Iterable[str] = generate_session(seed=0 if args.seed is None else args.seed, target_bytes=args.size,
+                                                turns=args.turns, branches=not args.no_branches,
+                                                compactions=not args.no_compactions)
     else:
-        out.parent.mkdir(parents=True, exist_ok=True)
-        out.write_text(sample_session_text(), encoding="utf-8", newline="\n")
+        lines = sample_lines()
+    cwd = args.cwd if args.cwd is not None else os.getcwd()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8", newline="\n") as fh:
+        for line in _with_header_cwd(lines, cwd):
+            fh.write(line)
+            fh.write("\n")
     print(out)
     return 0
+
+
+def _with_header_cwd(lines: Iterable[str], cwd: str) -> Iterable[str]:
+    """The generated lines with the header's `cwd` set to a directory that exists here (the
+    generated content itself keeps its fictional project paths)."""
+    iterator = iter(lines)
+    header = json.loads(next(iterator))
+    header["cwd"] = cwd
+    yield json.dumps(header, separators=(",", ":"), ensure_ascii=False)
+    yield from iterator

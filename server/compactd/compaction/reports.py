@@ -13,7 +13,6 @@ from compactd.session.store import EntryNotFoundError
 from compactd.session.tree import path_to
 
 from .branch import (
-    MIN_BRANCH_TOKEN_BUDGET,
     branch_token_budget,
     collect_entries_for_branch_summary,
     prepare_branch_entries,
@@ -123,15 +122,16 @@ def branch_report(
 ) -> dict[str, Any]:
     """`compactd branch --json`: what leaving `from_id` for `to_id` would summarize.
 
-    `budget` defaults to B-9 with the default window and reserve; a non-positive budget is
-    clamped to `MIN_BRANCH_TOKEN_BUDGET` (D-13)."""
+    `budget` defaults to B-9 with the default window and reserve. An explicit 0 means no limit,
+    as Pi's `prepareBranchEntries(entries, 0)` (the D-13 clamp is only for a budget computed from
+    settings); a negative budget is refused."""
     for entry_id in (from_id, to_id):
         if entry_id not in session.by_id:
             raise EntryNotFoundError(entry_id)
     if budget is None:
         budget = branch_token_budget(DEFAULT_CONTEXT_WINDOW, DEFAULT_RESERVE_TOKENS)
-    elif budget <= 0:
-        budget = MIN_BRANCH_TOKEN_BUDGET
+    elif budget < 0:
+        raise ValueError(f"budget must be 0 (no limit) or positive, not {budget}")
     collection = collect_entries_for_branch_summary(session.by_id, from_id, to_id)
     prep = prepare_branch_entries(collection.entries, budget)
     read_files, modified_files = prep.file_lists

@@ -53,10 +53,15 @@ def _append_archive(path: Path, lines: Iterable[str]) -> None:
     data = "".join(line + "\n" for line in lines).encode()
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
-        os.fsync(fd)
+        before = os.fstat(fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            os.fsync(fd)
+        except BaseException:
+            os.ftruncate(fd, before)  # a full disk keeps no half-written archive line
+            raise
     finally:
         os.close(fd)
 

@@ -39,13 +39,16 @@ class SessionHandle:
     # Running summarization tasks of this session and what each one is ("compaction", ...).
     tasks: dict[asyncio.Task[Any], str] = field(default_factory=dict)
     auto: Any | None = None  # engine.auto.AutoCompactor, created by the daemon
-    # How many entries of `session.entries` the client has already been told about.
+    # How many entries of `session.entries` the client has already been told about, and the
+    # session's reload generation it was last told about.
     announced: int = 0
+    generation: int = 0
     # Exact (tiktoken) counts per entry, reused across token-stat requests.
     token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)
+        self.generation = self.session.generation
 
     @property
     def session_id(self) -> str:

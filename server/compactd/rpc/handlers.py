@@ -35,6 +35,7 @@ from . import schema as s
 from .errors import Code, RpcError, invalid_params, to_rpc_error
 from .progress import ProgressReporter
 from .server import METHODS, CompactdServer
+from .watch import resync
 
 log = logging.getLogger("compactd.rpc")
 
@@ -102,6 +103,7 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     path = _path(params.path)
     existing = ls.registry.find_path(path)
     if existing is not None:
+        await resync(ls, existing)
         _set_window(existing, params.context_window)
         return {**session_report(existing), "alreadyOpen": True}
     if path.is_dir():
@@ -190,6 +192,7 @@ def _append_one(session: Session, entry: Any, raw: dict[str, Any]) -> str:
 @method("session/append", s.AppendParams)
 async def session_append(ls: CompactdServer, params: s.AppendParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle, refuse_reload=True)
     session = handle.session
     raws: list[dict[str, Any]] = params.raw()["entries"]
     for index, entry in enumerate(params.entries):  # refuse the whole batch before writing anything
@@ -217,6 +220,7 @@ async def session_append(ls: CompactdServer, params: s.AppendParams) -> dict[str
 @method("session/context", s.ContextParams)
 async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     given, leaf = _leaf_arg(handle.session, params)
     snap = ls.snapshot(handle.session)
 
@@ -234,12 +238,15 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
 @method("session/tree", s.SessionParams)
 async def session_tree(ls: CompactdServer, params: s.SessionParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     return await ls.off_loop(tree_report, ls.snapshot(handle.session))
 
 
 @method("session/entry", s.EntryParams)
 async def session_entry(ls: CompactdServer, params: s.EntryParams) -> dict[str, Any]:
-    session = ls.registry.get(params.session_id).session
+    handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
+    session = handle.session
     entry = session.require_entry(params.entry_id)
     return {"entry": entry, "label": session.get_label(params.entry_id)}
 
@@ -258,6 +265,7 @@ def _model_id(path: list[dict[str, Any]]) -> str | None:
 @method("session/tokenStats", s.TokenStatsParams)
 async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     _, leaf = _leaf_arg(handle.session, params)
     settings = ls.settings_for(handle.session)
     # No copy of the entries (it would cost more than the answer on long sessions): the worker
@@ -280,6 +288,7 @@ async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) ->
 @method("session/prepareCompaction", s.PrepareParams)
 async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[str, Any] | None:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     _, leaf = _leaf_arg(handle.session, params)
     compaction = ls.settings_for(handle.session).compaction
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
@@ -299,6 +308,7 @@ def _failure_message(exc: BaseException) -> str:
 @method("session/compact", s.CompactParams)
 async def session_compact(ls: CompactdServer, params: s.CompactParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle, strict=True)  # prepare on what is on disk now
     session = handle.session
     settings = ls.settings_for(session)
     summarizer = ls.summarizer_for(settings)
@@ -342,6 +352,7 @@ async def session_compact(ls: CompactdServer, params: s.CompactParams) -> dict[s
 @method("session/navigate", s.NavigateParams)
 async def session_navigate(ls: CompactdServer, params: s.NavigateParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle, strict=True)
     session = handle.session
     session.require_entry(params.target_id)
     settings = ls.settings_for(session)
@@ -370,6 +381,7 @@ async def session_navigate(ls: CompactdServer, params: s.NavigateParams) -> dict
 @method("session/prune", s.PruneParams)
 async def session_prune(ls: CompactdServer, params: s.PruneParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     settings = ls.settings_for(handle.session)
     snap = ls.snapshot(handle.session)
     # Plan on a snapshot off the loop; only rewrite (on the loop, under the lock) when it pays.
@@ -386,6 +398,7 @@ async def session_prune(ls: CompactdServer, params: s.PruneParams) -> dict[str, 
 @method("session/label", s.LabelParams)
 async def session_label(ls: CompactdServer, params: s.LabelParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle, refuse_reload=True)
     async with handle.lock:
         try:
             entry_id = handle.session.append_label_change(params.target_id, params.label)
@@ -398,6 +411,7 @@ async def session_label(ls: CompactdServer, params: s.LabelParams) -> dict[str, 
 @method("session/fork", s.ForkParams)
 async def session_fork(ls: CompactdServer, params: s.ForkParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     session = handle.session
     handle.ensure_idle("fork")
     leaf = params.leaf_id if params.leaf_id is not None else session.leaf_id
@@ -422,6 +436,7 @@ async def session_abort(ls: CompactdServer, params: s.SessionParams) -> dict[str
 @method("session/reportOverflow", s.ReportOverflowParams)
 async def session_report_overflow(ls: CompactdServer, params: s.ReportOverflowParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
+    await resync(ls, handle)
     auto = ensure_auto(handle)
     session = handle.session
     settings = ls.settings_for(session)

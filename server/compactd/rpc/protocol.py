@@ -24,6 +24,8 @@ from concurrent.futures import Future
 from typing import Any
 
 from cattrs import Converter
+from cattrs.errors import BaseValidationError
+from cattrs.v import transform_error
 from lsprotocol import types
 from lsprotocol.converters import get_converter
 from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
@@ -204,9 +206,24 @@ def _is_notification(method: Any) -> bool:
 
 
 def _cause(exc: BaseException) -> str:
+    """Why a message could not be structured, naming the fields (`capabilities: required field
+    missing`) rather than cattrs' "While structuring InitializeRequest (1 sub-exception)"."""
     cause = exc.__cause__
+    if isinstance(cause, BaseValidationError):
+        problems = []
+        for item in transform_error(cause):
+            what, _, where = item.rpartition(" @ ")
+            path = where.removeprefix("$").removeprefix(".").removeprefix("params").removeprefix(".")
+            problems.append(f"{_camel_path(path) or 'params'}: {what or item}")
+        if problems:
+            return "; ".join(problems)
     text = str(cause) if cause is not None else str(exc)
     return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _camel_path(path: str) -> str:
+    """`capabilities.text_document` → `capabilities.textDocument` (the names on the wire)."""
+    return ".".join(re.sub(r"_([a-z])", lambda m: m.group(1).upper(), part) for part in path.split("."))
 
 
 # --- framing ---------------------------------------------------------------------------------

@@ -9,7 +9,6 @@ loading run in worker threads, so `$/cancelRequest` and other requests are answe
 from __future__ import annotations
 
 import asyncio
-import copy
 import logging
 import os
 import sys
@@ -24,7 +23,7 @@ from pygls.lsp.server import LanguageServer
 from compactd import __version__
 from compactd.engine.registry import SessionHandle, SessionRegistry
 from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
-from compactd.session import Session
+from compactd.session import Session, SessionView
 from compactd.summarize.base import Summarizer
 
 from .errors import Code, RpcError
@@ -32,6 +31,7 @@ from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
 from .protocol import CompactdProtocol, FrameReader, make_converter, start_stdin_thread
 from .schema import InitOptions
+from .watch import poll_interval, watch_files
 
 log = logging.getLogger("compactd.rpc")
 T = TypeVar("T")
@@ -136,8 +136,16 @@ class CompactdServer(LanguageServer):
         self.protocol.notify(method, params)
 
     def announce(self, handle: SessionHandle, kind: str, entry_ids: list[str] | None = None) -> list[str]:
-        """session/didChange for entries the client has not heard of yet (or explicit ids)."""
+        """session/didChange for entries the client has not heard of yet (or explicit ids). A file
+        reloaded since the last announcement is announced first as `reloaded`."""
         session = handle.session
+        if handle.generation != session.generation:
+            handle.generation = session.generation
+            handle.announced = len(session.entries)
+            self.notify("session/didChange", {"sessionId": handle.session_id, "kind": "reloaded", "entryIds": [],
+                                               "leafId": session.leaf_id})
+            if entry_ids is None:
+                return []
         new_ids = [e["id"] for e in session.entries[handle.announced:]]
         handle.announced = len(session.entries)
         if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
@@ -230,13 +238,9 @@ class CompactdServer(LanguageServer):
     # --- off-loop work -------------------------------------------------------------------------
 
     @staticmethod
-    def snapshot(session: Session) -> Session:
-        """A read-only view for worker threads: appends on the loop do not disturb it."""
-        snap = copy.copy(session)
-        snap.entries = list(session.entries)
-        snap.by_id = dict(session.by_id)
-        snap.warnings = list(session.warnings)
-        return snap
+    def snapshot(session: Session) -> SessionView:
+        """A frozen read-only view for worker threads: appends on the loop do not disturb it."""
+        return session.snapshot()
 
     @staticmethod
     async def off_loop(fn: Callable[..., T], *args: Any) -> T:
@@ -274,6 +278,9 @@ class CompactdServer(LanguageServer):
 
         reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
         reader_starter(loop, reader, on_eof)
+        interval = poll_interval()
+        if interval > 0:
+            self.spawn(watch_files(self, interval), "watch-files")
         await self._stop.wait()
         for job in list(self.jobs):
             job.cancel("server")

@@ -154,13 +154,15 @@ def session_file_name(iso_timestamp: str, session_id: str) -> str:
 
 
 def read_header(path: Path) -> dict[str, Any] | None:
-    """The header of a session file if its first line is a valid one, else None."""
+    """The header of a session file if its first line is a valid one (after oh-my-pi's title slot
+    line, QO-1, when there is one), else None."""
     import json
 
     try:
         with open(path, "rb") as handle:
-            first = handle.readline(1 << 20)
-        obj = json.loads(first)
+            obj = json.loads(handle.readline(1 << 20))
+            if isinstance(obj, dict) and obj.get("type") == "title" and obj.get("v") == 1:
+                obj = json.loads(handle.readline(1 << 20))
     except (OSError, ValueError):
         return None
     if isinstance(obj, dict) and obj.get("type") == "session" and isinstance(obj.get("id"), str):

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .context import build_session_context
-from .store import Session, gc_paused
+from .store import Session, SessionView, gc_paused
 
 Entry = dict[str, Any]
 
@@ -162,7 +162,7 @@ def info_report(session: Session) -> dict[str, Any]:
 _UNSET: Any = object()
 
 
-def context_report(session: Session, leaf_id: Any = _UNSET) -> dict[str, Any]:
+def context_report(session: Session | SessionView, leaf_id: Any = _UNSET) -> dict[str, Any]:
     """`leaf_id` omitted → the session's leaf; None → the empty context (X-1)."""
     leaf = session.leaf_id if leaf_id is _UNSET else leaf_id
     ctx = build_session_context(session.entries, leaf, session.by_id)
@@ -177,13 +177,13 @@ def context_report(session: Session, leaf_id: Any = _UNSET) -> dict[str, Any]:
     }
 
 
-def tree_report(session: Session) -> dict[str, Any]:
+def tree_report(session: Session | SessionView) -> dict[str, Any]:
     """Every entry as a node in tree order (depth first, children by timestamp)."""
     with gc_paused():  # hundreds of thousands of small containers, none of them cyclic
         return _tree_report(session)
 
 
-def _tree_report(session: Session) -> dict[str, Any]:
+def _tree_report(session: Session | SessionView) -> dict[str, Any]:
     on_path = {e["id"] for e in session.get_branch()} if session.leaf_id is not None else set()
     nodes: list[dict[str, Any]] = []
     stack = list(reversed(session.get_tree()))
