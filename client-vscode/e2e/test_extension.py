@@ -29,15 +29,6 @@ from .conftest import KEY_ENV, PAGES, Editor, pi_fixture
 from .workbench import Workbench
 
 STATUS = re.compile(r"\d+(\.\d+)?k? / \d+(\.\d+)?k? \(\d+%\)")
-SUMMARY = [
-    "## Goal\nMake bash commands in the TUI show their output while they run.\n\n",
-    "## Constraints & Preferences\n- Keep the existing renderer.\n\n",
-    "## Progress\n### Done\n- [x] Pending bash components are flushed before user messages.\n\n"
-    "### In Progress\n- [ ] (none)\n\n### Blocked\n- (none)\n\n",
-    "## Key Decisions\n- **Flush on submit**: simplest.\n\n",
-    "## Next Steps\n1. Run the checks.\n\n",
-    "## Critical Context\n- (none)\n",
-]
 SLOW_WORDS = [f"streamed-word-{i:03d} " for i in range(400)]
 
 
@@ -62,7 +53,9 @@ def vscode(editor: Editor, browser: Any, shots: Path, session_file: Path) -> Ite
     # (a) the interpreter is set in *User* settings of a fresh profile.
     editor.write_settings({"compactd.interpreter": editor.python, "compactd.summarizer": {"backend": "extractive"}})
     editor.start()
-    page = browser.new_page(viewport={"width": 1400, "height": 900})
+    context = browser.new_context(viewport={"width": 1400, "height": 900},
+                                  permissions=["clipboard-read", "clipboard-write"])
+    page = context.new_page()
     page.goto(f"{editor.url}/?folder={editor.workspace}")
     page.locator("#workbench\\.parts\\.statusbar").wait_for(state="visible", timeout=90_000)
     page.locator(".activitybar a[aria-label='compactd']").wait_for(state="visible", timeout=60_000)
@@ -70,7 +63,7 @@ def vscode(editor: Editor, browser: Any, shots: Path, session_file: Path) -> Ite
     PAGES.append(bench)
     yield bench
     PAGES.remove(bench)
-    page.close()
+    context.close()
 
 
 def test_1_open_session_shows_tree_and_status(vscode: Workbench, session_file: Path) -> None:
@@ -102,7 +95,7 @@ def test_2_cancel_slow_compaction(vscode: Workbench, editor: Editor, fake: FakeO
         # Point the summarizer at the slow local model (User settings, applied without a restart).
         seen = editor.log_count("options applied")
         vscode.edit_user_settings(editor.settings({"compactd.interpreter": editor.python, "compactd.summarizer": {
-            "backend": "openai", "baseUrl": fake.url, "model": "fake-model", "apiKeyEnv": KEY_ENV}}))
+            "backend": "openai", "baseUrl": fake.url, "model": "fake-model", "apiKeyEnv": KEY_ENV}}), editor.settings_file)
         editor.wait_applied(seen)
     if how == "escape-in-editor":
         vscode.open_file("notes.md")
@@ -130,6 +123,7 @@ def test_2_cancel_slow_compaction(vscode: Workbench, editor: Editor, fake: FakeO
     vscode.wait_for_notification(r"Compaction cancelled; the session is unchanged\.", timeout=5)
     ended_after = time.monotonic() - pressed
     assert not vscode.toast(r"Compacting session").count()
+    print(f"LATENCY {how} {ended_after:.3f}")
     assert ended_after < 1.0, f"cancellation took {ended_after:.2f} s"
     assert sha(session_file) == before
     assert fake.wait_disconnected(5), "the model server did not see its connection closed"
@@ -141,7 +135,7 @@ def test_2_cancel_slow_compaction(vscode: Workbench, editor: Editor, fake: FakeO
 def test_3_compact_with_embedded_summarizer(vscode: Workbench, editor: Editor, session_file: Path) -> None:
     seen = editor.log_count("options applied")
     vscode.edit_user_settings(editor.settings({"compactd.interpreter": editor.python,
-                                               "compactd.summarizer": {"backend": "extractive"}}))
+                                               "compactd.summarizer": {"backend": "extractive"}}), editor.settings_file)
     editor.wait_applied(seen)
     before = session_file.read_bytes()
     vscode.command("compactd: Compact Now…")
@@ -163,17 +157,15 @@ def test_3_compact_with_embedded_summarizer(vscode: Workbench, editor: Editor, s
     assert entry["type"] == "compaction" and entry["summary"].startswith("## Goal")
     # Its summary opens as a rendered Markdown preview.
     vscode.toast("Session compacted").get_by_role("button", name="Show Summary").click()
-    tab = vscode.page.locator(".tabs-container .tab").filter(has_text=re.compile(r"^Preview entry-"))
+    tab = vscode.page.locator(".tabs-container .tab").filter(has_text=re.compile(r"^\[Preview\] entry-"))
     tab.wait_for(state="visible", timeout=15_000)
     vscode.wait_for_webview_text("Compaction summary")
     vscode.screenshot("summary-preview")
     vscode.clear_notifications()
 
 
-def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, fake: FakeOpenAI,
-                                                          session_file: Path) -> None:
-    fake.reset()
-    fake.default = Reply.stream(SUMMARY)
+def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, session_file: Path) -> None:
+    # The embedded summarizer again (test 3 set it).
     before = session_file.read_bytes()
     target = next(e for e in lines(session_file) if e.get("type") == "message"
                   and e["message"].get("role") == "user"
@@ -183,7 +175,7 @@ def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, fake
     vscode.type_in_quick_input("what did i just execute", enter=False)
     vscode.pick(r"what did i just execute")
     vscode.wait_quick_input("Navigate to what did i just execute")
-    vscode.pick(r"^Summarize\b(?! with)")
+    vscode.pick(r"summarize the branch you leave")
     vscode.wait_for_notification(r"Moved; the branch you left was summarized\.", timeout=60)
     # The target's parent is now a branch point: each branch its own group, the new leaf (the
     # summary) revealed and selected inside the second one.
@@ -196,7 +188,7 @@ def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, fake
     assert after.startswith(before) and after[len(before):].count(b"\n") == 1
     entry = lines(session_file)[-1]
     assert entry["type"] == "branch_summary" and entry["parentId"] == target["parentId"]
-    assert entry["summary"].startswith("## Goal")
+    assert "## Goal" in entry["summary"]
     # The user message comes back in an editor for re-sending.
     vscode.page.locator(".editor-instance .view-lines").filter(has_text="what did i just execute").first.wait_for()
     vscode.clear_notifications()
@@ -204,7 +196,7 @@ def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, fake
 
 def test_5_token_statistics_open_as_rendered_markdown(vscode: Workbench) -> None:
     vscode.command("compactd: Show Token Statistics")
-    vscode.page.locator(".tabs-container .tab").filter(has_text=re.compile(r"^Preview token-stats-")).wait_for()
+    vscode.page.locator(".tabs-container .tab").filter(has_text=re.compile(r"^\[Preview\] token-stats-")).wait_for()
     text = vscode.wait_for_webview_text("tiktoken's")
     assert re.search(r"tokens counted with tiktoken's \S+ encoding\. That is (not )?the model's own tokenizer", text), text
     assert "Exact false" not in text.replace("|", " ")
@@ -217,7 +209,7 @@ def test_6_broken_interpreter_gives_one_actionable_notification(vscode: Workbenc
     venv = tmp_path_factory.mktemp("empty-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
     python = str(venv / "bin" / "python")
-    vscode.edit_user_settings(editor.settings({"compactd.interpreter": python}))
+    vscode.edit_user_settings(editor.settings({"compactd.interpreter": python}), editor.settings_file)
     message = vscode.wait_for_notification(r"compactd could not start", timeout=30)
     assert f"`{python} -m compactd` failed: No module named compactd." in message
     assert "Set compactd.interpreter to a Python that has compactd installed" in message
@@ -235,7 +227,7 @@ def test_6_broken_interpreter_gives_one_actionable_notification(vscode: Workbenc
     vscode.page.locator(".settings-editor .setting-item-contents").filter(has_text="Interpreter").first.wait_for()
     vscode.screenshot("open-setting")
     # Fixing the setting starts the daemon again and reopens the session.
-    vscode.edit_user_settings(editor.settings({"compactd.interpreter": editor.python}))
+    vscode.edit_user_settings(editor.settings({"compactd.interpreter": editor.python}), editor.settings_file)
     vscode.wait_for_row(r"● leaf", timeout=30)
     vscode.page.wait_for_function(
         "document.querySelector('#workbench\\\\.parts\\\\.statusbar').innerText.match(/\\d+k \\/ \\d+k \\(\\d+%\\)/)")

@@ -17,7 +17,7 @@ TREE_PANE = ".pane:has(.pane-header[aria-label*='Session Tree'])"
 
 @dataclass(frozen=True)
 class TreeRow:
-    text: str  # what the row shows: label and description
+    text: str  # what the row shows: label, a space, description
     level: int  # aria-level, 1 = top
     selected: bool
     expanded: bool | None  # None: not expandable
@@ -49,7 +49,9 @@ class Workbench:
         in one go so a re-render cannot pull a row away mid-read."""
         raw = self.page.evaluate(
             """(pane) => [...document.querySelectorAll(pane + ' .monaco-list-row')].map((row) => ({
-                text: row.innerText, level: row.getAttribute('aria-level'),
+                text: [row.querySelector('.label-name'), row.querySelector('.label-description')]
+                    .map((e) => (e ? e.innerText : '')).join(' '),
+                level: row.getAttribute('aria-level'),
                 selected: row.getAttribute('aria-selected'), expanded: row.getAttribute('aria-expanded')}))""",
             TREE_PANE)
         return [TreeRow(text=" ".join(r["text"].split()), level=int(r["level"] or 1), selected=r["selected"] == "true",
@@ -132,18 +134,29 @@ class Workbench:
     def click_row(self, pattern: str) -> None:
         self.page.locator(f"{TREE_PANE} .monaco-list-row").filter(has_text=re.compile(pattern)).first.click()
 
-    def edit_user_settings(self, settings: dict[str, object]) -> None:
+    def edit_user_settings(self, settings: dict[str, object], file: Path, timeout: float = 30) -> None:
         """Replace the User settings the way a person does: settings.json in the editor, saved."""
         self.command("Preferences: Open User Settings (JSON)")
         tab = self.page.locator(".tabs-container .tab").filter(has_text="settings.json")
         tab.wait_for(state="visible")
-        self.page.locator(".editor-instance .monaco-editor .view-lines").first.click()
+        self.page.locator(".editor-instance .monaco-editor .view-lines").filter(has_text="{").first.click()
         self.page.keyboard.press("Control+A")
-        # insert_text types no keys, so auto-closing brackets and quotes do not interfere.
-        self.page.keyboard.insert_text(json.dumps(settings, indent=2))
+        # Pasted, as typing JSON into the editor meets auto-closing and suggestions.
+        self.page.evaluate("(text) => navigator.clipboard.writeText(text)", json.dumps(settings, indent=2))
+        self.page.keyboard.press("Control+V")
         self.page.keyboard.press("Control+S")
-        self.page.locator(".tabs-container .tab.dirty").filter(has_text="settings.json").wait_for(state="detached")
-        self.command("View: Close Editor")
+        deadline = time.monotonic() + timeout
+        while True:
+            try:
+                if json.loads(file.read_text()) == settings:
+                    break
+            except ValueError:
+                pass
+            if time.monotonic() > deadline:
+                raise AssertionError(f"settings.json was not saved with the new settings: {file.read_text()!r}")
+            time.sleep(0.1)
+        tab.hover()
+        tab.locator(".tab-actions .action-label").first.click()
         tab.wait_for(state="detached")
 
     def open_file(self, name: str) -> None:

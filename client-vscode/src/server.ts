@@ -31,10 +31,29 @@ export class DaemonStartError extends Error {
   readonly reported = true;
 }
 
-/** A LanguageClient that logs its errors without notifications (ServerManager notifies). */
+/**
+ * A LanguageClient that logs its errors without notifications (ServerManager notifies) and leaves
+ * no promise rejection unobserved when the server dies during `initialize`: vscode-languageclient
+ * then stops itself while still starting (which rejects with "Client is not running and can't be
+ * stopped") and may resolve start() while the start promise it first made rejects unseen.
+ */
 class QuietLanguageClient extends LanguageClient {
   override error(message: string, data?: unknown, _showNotification?: boolean | 'force'): void {
     super.error(message, data, false);
+  }
+
+  override start(): Promise<void> {
+    const started = super.start();
+    // The promise the base class keeps while starting (set synchronously above); observe it.
+    (this as unknown as { _onStart?: Promise<void> })._onStart?.catch(() => undefined);
+    return started;
+  }
+
+  override stop(timeout?: number): Promise<void> {
+    return super.stop(timeout).catch((error: unknown) => {
+      if (this.state === State.Running) throw error;
+      this.info(`nothing to stop: ${String(error)}`);
+    });
   }
 }
 
@@ -133,6 +152,8 @@ export class ServerManager implements vscode.Disposable {
       traceOutputChannel: this.output,
       revealOutputChannelOn: RevealOutputChannelOn.Never,
       initializationOptions: initializationOptions(cfg, this.hooks.active()),
+      // No retry dialog and no raw error notification: ServerManager explains the failure.
+      initializationFailedHandler: () => false,
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue, handled: true }),
         closed: () => {
@@ -173,6 +194,8 @@ export class ServerManager implements vscode.Disposable {
     });
     try {
       await client.start();
+      // start() can resolve although the process died during initialize (see QuietLanguageClient).
+      if (!client.isRunning()) throw new Error('the daemon exited during initialize');
     } catch (error) {
       const proc = this.process;
       if (this.client === client) {

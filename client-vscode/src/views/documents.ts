@@ -29,7 +29,8 @@ export class MarkdownDocuments implements vscode.TextDocumentContentProvider, vs
     if (existed) this.changeEmitter.fire(uri);
     // Rendered, not as source: the built-in Markdown preview reads the document through this provider.
     await vscode.workspace.openTextDocument(uri);
-    await vscode.commands.executeCommand('markdown.showPreview', uri);
+    // Locked: a preview that follows the active editor would turn into some other file's preview.
+    await vscode.commands.executeCommand('markdown.showPreview', uri, undefined, { locked: true });
   }
 
   dispose(): void {
