@@ -59,6 +59,14 @@ def vscode(editor: Editor, browser: Any, shots: Path, session_file: Path) -> Ite
     page.goto(f"{editor.url}/?folder={editor.workspace}")
     page.locator("#workbench\\.parts\\.statusbar").wait_for(state="visible", timeout=90_000)
     page.locator(".activitybar a[aria-label='compactd']").wait_for(state="visible", timeout=60_000)
+    # A wider side bar, so screenshots show whole labels (drag its edge, as a person would).
+    bar = page.locator("#workbench\\.parts\\.sidebar").bounding_box()
+    if bar is not None:
+        edge_x, mid_y = bar["x"] + bar["width"] + 1, bar["y"] + bar["height"] / 2
+        page.mouse.move(edge_x, mid_y)
+        page.mouse.down()
+        page.mouse.move(edge_x + 260, mid_y, steps=5)
+        page.mouse.up()
     bench = Workbench(page, shots)
     PAGES.append(bench)
     yield bench
