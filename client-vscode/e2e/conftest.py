@@ -159,6 +159,25 @@ class Editor:
     def extension_host_logs(self) -> list[Path]:
         return sorted(self.user_data.glob("logs/*/exthost*/remoteexthost.log"))
 
+    def daemon_pids(self) -> list[int]:
+        """The daemons this editor's extension host started: found through their command line,
+        which names the host's pid (`--clientProcessId=<pid>`)."""
+        hosts = set()
+        for log in self.extension_host_logs():
+            hosts.update(re.findall(r"Extension host with pid (\d+) started", log.read_text(errors="replace")))
+        pids = []
+        for proc in Path("/proc").iterdir():
+            if not proc.name.isdigit():
+                continue
+            try:
+                args = (proc / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"compactd" in args and any(a.decode(errors="replace") in {f"--clientProcessId={h}" for h in hosts}
+                                           for a in args):
+                pids.append(int(proc.name))
+        return pids
+
     def extension_logs(self) -> list[Path]:
         return sorted(self.user_data.glob("logs/*/exthost*/compactd.compactd-vscode/compactd.log"))
 

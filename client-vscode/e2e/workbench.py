@@ -41,6 +41,14 @@ class Workbench:
     def status_bar(self) -> str:
         return self.page.locator("#workbench\\.parts\\.statusbar").inner_text()
 
+    def wait_for_status(self, pattern: re.Pattern[str], timeout: float = 30) -> str:
+        deadline = time.monotonic() + timeout
+        while not pattern.search(text := self.status_bar()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the status bar never matched {pattern.pattern!r}: {text!r}")
+            time.sleep(0.1)
+        return text
+
     def tree(self) -> Locator:
         return self.page.locator(f"{TREE_PANE} .monaco-list")
 
