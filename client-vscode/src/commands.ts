@@ -12,10 +12,12 @@ import { parseSessionFileName, sessionDirForCwd } from './core/sessionPaths';
 import type { SessionView } from './core/sessionView';
 import { hasSummaryDocument, rowText } from './core/treeModel';
 import type { Row } from './core/treeModel';
+import { DaemonStartError } from './server';
 import type { ServerManager } from './server';
 import type { MarkdownDocuments } from './views/documents';
 import { runWithProgress } from './views/progress';
-import type { EntryRef, SessionTreeProvider } from './views/sessionTree';
+import { entryOf } from './views/sessionTree';
+import type { SessionTreeProvider, TreeRef } from './views/sessionTree';
 
 export interface CommandDeps {
   server: ServerManager;
@@ -34,7 +36,8 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
         await fn(...args);
       } catch (error) {
         deps.output.error(`${id}: ${errorMessage(error)}`);
-        void vscode.window.showErrorMessage(`compactd: ${errorMessage(error)}`);
+        // A daemon that did not start has been reported once, with the setting to change.
+        if (!(error instanceof DaemonStartError)) void vscode.window.showErrorMessage(`compactd: ${errorMessage(error)}`);
       }
     });
   return [
@@ -43,13 +46,13 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     reg('compactd.refreshTree', () => c.refreshTree()),
     reg('compactd.revealLeaf', () => c.revealLeaf()),
     reg('compactd.compact', () => c.compact()),
-    reg('compactd.prepareCompaction', (ref?: EntryRef) => c.prepareCompaction(ref)),
-    reg('compactd.navigate', (ref?: EntryRef) => c.navigate(ref)),
-    reg('compactd.setLabel', (ref?: EntryRef) => c.setLabel(ref)),
-    reg('compactd.clearLabel', (ref?: EntryRef) => c.clearLabel(ref)),
-    reg('compactd.fork', (ref?: EntryRef) => c.fork(ref)),
+    reg('compactd.prepareCompaction', (ref?: TreeRef) => c.prepareCompaction(ref)),
+    reg('compactd.navigate', (ref?: TreeRef) => c.navigate(ref)),
+    reg('compactd.setLabel', (ref?: TreeRef) => c.setLabel(ref)),
+    reg('compactd.clearLabel', (ref?: TreeRef) => c.clearLabel(ref)),
+    reg('compactd.fork', (ref?: TreeRef) => c.fork(ref)),
     reg('compactd.prune', () => c.prune()),
-    reg('compactd.showEntry', (ref?: EntryRef) => c.showEntry(ref)),
+    reg('compactd.showEntry', (ref?: TreeRef) => c.showEntry(ref)),
     reg('compactd.showTokenStats', () => c.showTokenStats()),
     reg('compactd.cancelOperation', () => c.cancelOperation()),
     reg('compactd.abortSession', () => c.abortSession()),
@@ -123,14 +126,15 @@ class Commands {
       const r = outcome.value;
       const figures = `${formatTokens(r.tokensBefore)} → about ${formatTokens(r.estimatedTokensAfter)} tokens`;
       for (const w of r.warnings ?? []) void vscode.window.showWarningMessage(`compactd: ${w}`);
+      await this.showLeaf();
       const choice = await vscode.window.showInformationMessage(`Session compacted (${figures}).`, 'Show Summary');
       if (choice === 'Show Summary') await this.showEntryById(sessionId, r.entryId);
     }
   }
 
-  async prepareCompaction(ref?: EntryRef): Promise<void> {
+  async prepareCompaction(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
-    const leafId = ref?.row.id;
+    const leafId = entryOf(ref)?.id;
     const result = await client.prepareCompaction({ sessionId, ...(leafId !== undefined ? { leafId } : {}) });
     const where = leafId !== undefined && leafId !== this.d.session.snapshot?.model.leafId ? `at ${leafId}` : 'at the current leaf';
     await this.d.docs.show(`compaction-dry-run-${sessionId}`, prepareCompactionMarkdown(result, where));
@@ -138,9 +142,9 @@ class Commands {
 
   // --- navigation -----------------------------------------------------------------------------
 
-  async navigate(ref?: EntryRef): Promise<void> {
+  async navigate(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
-    const row = ref?.row ?? (await this.pickEntry('Navigate to which entry?'));
+    const row = entryOf(ref) ?? (await this.pickEntry('Navigate to which entry?'));
     if (row === undefined) return;
     if (row.node.isLeaf) {
       void vscode.window.showInformationMessage('That entry is already the current leaf.');
@@ -193,6 +197,7 @@ class Commands {
       );
       return;
     }
+    await this.showLeaf();
     // A user message as target: the leaf moves to its parent and its text comes back for re-sending.
     if (typeof result.editorText === 'string' && result.editorText !== '') {
       const doc = await vscode.workspace.openTextDocument({ content: result.editorText, language: 'markdown' });
@@ -206,9 +211,9 @@ class Commands {
 
   // --- labels, fork, prune --------------------------------------------------------------------
 
-  async setLabel(ref?: EntryRef): Promise<void> {
+  async setLabel(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
-    const row = ref?.row ?? (await this.pickEntry('Label which entry?'));
+    const row = entryOf(ref) ?? (await this.pickEntry('Label which entry?'));
     if (row === undefined) return;
     const label = await vscode.window.showInputBox({
       title: `Label ${row.id}`,
@@ -219,17 +224,18 @@ class Commands {
     await client.label({ sessionId, targetId: row.id, label: label.trim() === '' ? null : label.trim() });
   }
 
-  async clearLabel(ref?: EntryRef): Promise<void> {
+  async clearLabel(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
-    const row = ref?.row ?? (await this.pickEntry('Clear the label of which entry?', (r) => Boolean(r.node.label)));
+    const row = entryOf(ref) ?? (await this.pickEntry('Clear the label of which entry?', (r) => Boolean(r.node.label)));
     if (row === undefined) return;
     await client.label({ sessionId, targetId: row.id, label: null });
   }
 
-  async fork(ref?: EntryRef): Promise<void> {
+  async fork(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
-    const leafId = ref?.row.id;
+    const leafId = entryOf(ref)?.id;
     const result = await client.fork({ sessionId, ...(leafId !== undefined ? { leafId } : {}) });
+    await this.showLeaf();
     const where = typeof result.path === 'string' ? result.path : '(in memory)';
     const choice = await vscode.window.showInformationMessage(`Forked into ${where}`, 'Open in Panel');
     if (choice === 'Open in Panel' && typeof result.path === 'string') await this.openPath(result.path);
@@ -250,14 +256,15 @@ class Commands {
     );
     if (go !== 'Prune') return;
     const done = await client.prune(sessionId, false);
+    await this.showLeaf();
     void vscode.window.showInformationMessage(`Pruned ${done.prunedCount} tool output(s), about ${formatTokens(done.tokensSaved)} tokens.`);
   }
 
   // --- documents ------------------------------------------------------------------------------
 
-  async showEntry(ref?: EntryRef): Promise<void> {
+  async showEntry(ref?: TreeRef): Promise<void> {
     const { sessionId } = this.requireSession();
-    const row = ref?.row ?? (await this.pickEntry('Show which entry?', (r) => hasSummaryDocument(r.node.kind)));
+    const row = entryOf(ref) ?? (await this.pickEntry('Show which entry?', (r) => hasSummaryDocument(r.node.kind)));
     if (row === undefined) return;
     await this.showEntryById(sessionId, row.id);
   }
@@ -296,6 +303,12 @@ class Commands {
   }
 
   // --- helpers --------------------------------------------------------------------------------
+
+  /** After a change: reload now (not when the notification arrives) and reveal the leaf. */
+  private async showLeaf(): Promise<void> {
+    await this.d.session.refresh();
+    await this.d.tree.revealLeaf();
+  }
 
   private requireSession(): { client: CompactdClient; sessionId: string } {
     const client = this.d.server.running;

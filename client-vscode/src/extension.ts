@@ -39,9 +39,9 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
   context.subscriptions.push({ dispose: () => hookSub.dispose() });
   const session = new SessionView();
   const ops = new OperationRegistry();
-  const tree = new SessionTreeProvider(session);
+  const tree = new SessionTreeProvider(session, server);
   const docs = new MarkdownDocuments();
-  const status = new TokenStatusBar(session, () => currentConfig().warnRatio);
+  const status = new TokenStatusBar(session, server, () => currentConfig().warnRatio);
 
   context.subscriptions.push(output, server, tree, docs, status, bindRunningContext(ops), { dispose: () => session.dispose() });
 
@@ -84,7 +84,8 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       const affects = (keys: readonly string[]): boolean => keys.some((k) => e.affectsConfiguration(`compactd.${k}`));
       try {
         if (affects(RESTART_KEYS)) {
-          if (server.running) await server.restart();
+          // Also after a failed start: the user just changed what was wrong.
+          if (server.running || server.status.state === 'failed') await server.restart();
         } else if (affects(LIVE_KEYS)) {
           server.warnAboutSecrets();
           await server.pushConfiguration();

@@ -14,11 +14,11 @@ import { ErrorCodes } from '../src/core/protocol';
 import type { CompactionEndParams, DidChangeParams, TreeResult } from '../src/core/protocol';
 import { errorCode, isCancelled } from '../src/core/protocolClient';
 import type { WorkDoneProgressValue } from '../src/core/protocolClient';
-import { prepareCompactionMarkdown, statusText, summaryEntryMarkdown } from '../src/core/render';
+import { formatTokens, prepareCompactionMarkdown, statusText, summaryEntryMarkdown } from '../src/core/render';
 import { SessionView } from '../src/core/sessionView';
 import type { SessionSnapshot } from '../src/core/sessionView';
 import { HOOK_NAMES, didChangeConfigurationParams, initializationOptions, readConfig } from '../src/core/settings';
-import { ancestorsOf, buildTreeModel, containsLeafPath } from '../src/core/treeModel';
+import { ancestorsOf, branchText, buildTreeModel, containsLeafPath, rowText } from '../src/core/treeModel';
 import type { TreeModel } from '../src/core/treeModel';
 import { nextEvent, startDaemon } from './support/daemon';
 import type { Daemon } from './support/daemon';
@@ -116,8 +116,16 @@ describe('real daemon: the side panel model', { timeout: 180_000 }, () => {
       ['a0:0', 'a1:0', 'a2:0', 'a3:0', 'b0:1', 'b1:1', 'c0:1', 'c1:1', 'd0:2', 'd1:2', 'e0:2', 'e1:2'],
     );
     assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['a0', 'a1', 'a2', 'a3']);
-    assert.deepEqual(model.childrenOf('a3').map((r) => r.id), ['b0', 'b1', 'c0', 'c1']);
-    assert.deepEqual(model.childrenOf('c1').map((r) => r.id), ['d0', 'd1', 'e0', 'e1']);
+    // Each branch is its own group under the branch point; flat only inside one branch.
+    assert.deepEqual(model.childrenOf('a3').map((r) => r.id), ['branch:b0', 'branch:c0']);
+    assert.deepEqual(model.childrenOf('branch:b0').map((r) => r.id), ['b0', 'b1']);
+    assert.deepEqual(model.childrenOf('branch:c0').map((r) => r.id), ['c0', 'c1']);
+    assert.deepEqual(model.childrenOf('c1').map((r) => r.id), ['branch:d0', 'branch:e0']);
+    assert.deepEqual(model.childrenOf('branch:e0').map((r) => r.id), ['e0', 'e1']);
+    const groups = model.childrenOf('a3').map((g) => (g.type === 'branch' ? branchText(g).label : ''));
+    assert.match(groups[0], /^Branch 1 of 2 · /);
+    assert.match(groups[1], /^Branch 2 of 2 · /);
+    assert.deepEqual(ancestorsOf(model, 'e1').map((r) => r.id), ['a3', 'branch:c0', 'c1', 'branch:e0']);
     const depths = cliDepths(file, tree);
     for (const row of model.rows) assert.equal(row.depth, depths.get(row.id), `depth of ${row.id}`);
     assert.deepEqual(model.rows.filter((r) => r.node.onLeafPath).map((r) => r.id), ['a0', 'a1', 'a2', 'a3', 'c0', 'c1', 'e0', 'e1']);
@@ -146,7 +154,8 @@ describe('real daemon: the side panel model', { timeout: 180_000 }, () => {
     // The leaf is reachable in the panel: its branch points are its ancestors.
     const leaf = model.byId.get(info.leafId!)!;
     assert.equal(leaf.node.isLeaf, true);
-    assert.equal(ancestorsOf(model, leaf.id).length, leaf.depth);
+    // Above the leaf: a branch point and one of its groups per level of depth, all expanded.
+    assert.equal(ancestorsOf(model, leaf.id).length, 2 * leaf.depth);
     assert.ok(ancestorsOf(model, leaf.id).every((r) => containsLeafPath(r)));
   });
 
@@ -210,11 +219,15 @@ describe('real daemon: compaction, navigation, labels with the embedded summariz
     const after = await updated;
     assert.equal(after.model.leafId, result.entryId);
     const leafRow = after.model.byId.get(result.entryId)!;
+    const estimate = (x: SessionSnapshot): number => Number(x.stats?.estimatedTokens);
     assert.equal(leafRow.node.kind, 'compaction');
     assert.equal(leafRow.depth, 0);
+    // Labelled by what it is, with the daemon's figures: before as stored, after as estimated.
+    assert.equal(leafRow.node.tokensBefore, result.tokensBefore);
+    assert.equal(rowText(leafRow).label, `Compaction · ${formatTokens(result.tokensBefore)} → ${formatTokens(leafRow.node.tokensAfter)} tokens`);
+    assert.equal(leafRow.node.tokensAfter, estimate(after));
     // contextTokens is usage-based (K-7) and still counts the kept assistant's pre-compaction usage,
     // so compare the plain estimate of what the model would now see.
-    const estimate = (x: SessionSnapshot): number => Number(x.stats?.estimatedTokens);
     assert.ok(estimate(after) < estimate(snap));
     assert.ok(fs.statSync(file).size > sizeBefore);
     const { entry } = await d.client.entry(snap.info.sessionId, result.entryId);
@@ -240,10 +253,18 @@ describe('real daemon: compaction, navigation, labels with the embedded summariz
     assert.equal(summaryRow.node.kind, 'branchSummary');
     assert.equal(summaryRow.node.isLeaf, true);
     assert.equal(summaryRow.node.parentId, 'm3');
-    // m3 now branches (m4... and the summary): depth 1 below it, nothing else nests.
+    // m3 now branches (m4... and the summary): one group per branch below it, nothing else nests.
     assert.equal(model.byId.get('m3')!.isBranchPoint, true);
     assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['m0', 'm1', 'm2', 'm3']);
-    assert.ok(model.rows.filter((r) => r.depth > 0).every((r) => r.depth === 1 && r.parentRowId === 'm3'));
+    const groups = model.childrenOf('m3');
+    assert.deepEqual(groups.map((g) => g.id), ['branch:m4', `branch:${result.summaryEntryId}`]);
+    assert.ok(model.rows.filter((r) => r.depth > 0).every((r) => r.depth === 1 && r.parentRowId?.startsWith('branch:')));
+    const [left, current] = groups.map((g) => (g.type === 'branch' ? branchText(g) : assert.fail()));
+    assert.deepEqual(left, { label: 'Branch 1 of 2 · user: user message number 4 about the build', description: '8 entries' });
+    // The summary of the 8 entries m4..m11 is the new leaf, in the second branch.
+    assert.deepEqual(current, { label: 'Branch 2 of 2 · Branch summary · 8 entries', description: '1 entry · ● current branch' });
+    assert.equal(rowText(summaryRow).label, 'Branch summary · 8 entries');
+    assert.deepEqual(ancestorsOf(model, summaryRow.id).map((e) => e.id), ['m3', `branch:${result.summaryEntryId}`]);
     const { entry } = await d.client.entry(snap.info.sessionId, result.summaryEntryId);
     assert.equal(entry.fromId, 'm11');
     assert.match(summaryEntryMarkdown(entry), /^# Branch summary[\s\S]*summarized branch ended at: `m11`/);

@@ -49,18 +49,26 @@ describe('render: status bar', () => {
     const t = statusTooltip(stats(45_210, { shouldCompact: true }));
     assert.match(t, /45,210 of 200,000 tokens/);
     assert.match(t, /threshold: 183,616/);
-    assert.match(t, /tiktoken\): 45,215/);
+    assert.match(t, /tiktoken count \(\?, an approximation of the model's tokenizer\): 45,215/);
+    assert.match(statusTooltip(stats(1, { encoding: 'o200k_base', exact: true })), /tiktoken count \(o200k_base, the model's own tokenizer\): 6/);
     assert.match(t, /compaction is due/);
   });
 });
 
 describe('render: documents', () => {
-  it('token statistics list every field', () => {
-    const md = tokenStatsMarkdown(stats(1000, { encoding: 'o200k_base', breakdown: { user: 10 } }));
+  it('token statistics list every field and say in words what the exact count is', () => {
+    const md = tokenStatsMarkdown(stats(1000, { encoding: 'o200k_base', exact: false, breakdown: { user: 10 } }));
     assert.match(md, /^# Token statistics/);
     assert.match(md, /\| Context tokens \| 1,000 \|/);
-    assert.match(md, /\| Encoding \| o200k_base \|/);
-    assert.match(md, /reserve 16,384\n\n\| \| \|/);
+    assert.match(md, /Exact count: \*\*1,005\*\* tokens counted with tiktoken's `o200k_base` encoding\. That is not the model's own tokenizer/);
+    // Said in words, so not repeated as a bare `Exact | false` beside the count.
+    assert.doesNotMatch(md, /\| Exact \|/);
+    assert.doesNotMatch(md, /\| Encoding \|/);
+    assert.match(md, /reserve 16,384\n\n/);
+    const own = tokenStatsMarkdown(stats(1000, { encoding: 'cl100k_base', exact: true }));
+    assert.match(own, /`cl100k_base` encoding\. That is the model's own tokenizer, so this is the number of tokens the model sees\./);
+    const stale = tokenStatsMarkdown(stats(1000, { usageStale: true }));
+    assert.match(stale, /a characters ÷ 4 estimate of the context/);
     assert.match(md, /## Breakdown\n\n\| \| \|\n\|---\|---\|\n\| User \| 10 \|/);
   });
 

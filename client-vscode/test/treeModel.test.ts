@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import {
   ancestorsOf,
+  branchText,
   buildTreeModel,
   containsLeafPath,
   hasSummaryDocument,
@@ -59,11 +60,24 @@ describe('treeModel: depth grows only at branch points', () => {
     );
   });
 
-  it('groups each branch point\'s branches under it, flat', () => {
+  it('lists one group per branch under a branch point, each branch flat inside its group', () => {
     assert.deepEqual(ids(model.childrenOf(undefined)), ['r', 'a', 'b']);
-    assert.deepEqual(ids(model.childrenOf('b')), ['c', 'd', 'e', 'f']);
-    assert.deepEqual(ids(model.childrenOf('f')), ['g', 'h', 'i']);
+    assert.deepEqual(ids(model.childrenOf('b')), ['branch:c', 'branch:e']);
+    assert.deepEqual(ids(model.childrenOf('branch:c')), ['c', 'd']);
+    assert.deepEqual(ids(model.childrenOf('branch:e')), ['e', 'f']);
+    assert.deepEqual(ids(model.childrenOf('f')), ['branch:g', 'branch:h']);
+    assert.deepEqual(ids(model.childrenOf('branch:h')), ['h', 'i']);
     assert.deepEqual(ids(model.childrenOf('c')), []);
+  });
+
+  it('labels a group with which branch it is and what it starts with', () => {
+    const groups = model.childrenOf('b').map((g) => (g.type === 'branch' ? g : assert.fail()));
+    assert.deepEqual(groups.map((g) => [g.index, g.count, g.entryCount, g.containsLeaf]), [
+      [0, 2, 2, false],
+      [1, 2, 5, true],
+    ]);
+    assert.deepEqual(branchText(groups[0]), { label: 'Branch 1 of 2 · user: text of c', description: '2 entries' });
+    assert.deepEqual(branchText(groups[1]), { label: 'Branch 2 of 2 · user: text of e', description: '5 entries · ● current branch' });
   });
 
   it('marks branch points and the head of every branch', () => {
@@ -77,9 +91,11 @@ describe('treeModel: depth grows only at branch points', () => {
   });
 
   it('knows parents and ancestors for reveal()', () => {
-    assert.equal(model.byId.get('i')!.parentRowId, 'f');
-    assert.equal(model.byId.get('f')!.parentRowId, 'b');
-    assert.deepEqual(ids(ancestorsOf(model, 'i')), ['b', 'f']);
+    assert.equal(model.byId.get('i')!.parentRowId, 'branch:h');
+    assert.equal(model.elements.get('branch:h')!.parentRowId, 'f');
+    assert.equal(model.byId.get('f')!.parentRowId, 'branch:e');
+    assert.deepEqual(ids(ancestorsOf(model, 'i')), ['b', 'branch:e', 'f', 'branch:h']);
+    assert.ok(ancestorsOf(model, 'i').every((e) => containsLeafPath(e)));
     assert.deepEqual(ids(ancestorsOf(model, 'a')), []);
   });
 
@@ -128,13 +144,21 @@ describe('treeModel: what a row shows', () => {
   ];
   const model = buildTreeModel(makeTree(specs, 'c1'));
 
-  it('uses the one-line preview as label and puts kind, label, branch and leaf beside it', () => {
+  it('uses the one-line preview as label and puts kind, label and leaf beside it', () => {
     assert.deepEqual(rowText(model.byId.get('r')!), { label: 'fix the build', description: 'user' });
-    assert.deepEqual(rowText(model.byId.get('c1')!), {
-      label: 'summary text',
-      description: '● leaf · [checkpoint] · branch 1/2 · compaction',
-    });
-    assert.deepEqual(rowText(model.byId.get('b1')!), { label: '(branch summary)', description: 'branch 2/2 · branch summary' });
+  });
+
+  it('labels summary nodes by what they are, with the daemon\'s figures', () => {
+    assert.deepEqual(rowText(model.byId.get('c1')!), { label: 'Compaction', description: '● leaf · [checkpoint]' });
+    assert.deepEqual(rowText(model.byId.get('b1')!), { label: 'Branch summary', description: '' });
+    const tree = makeTree(specs, 'c1');
+    Object.assign(tree.nodes[1], { tokensBefore: 181_000, tokensAfter: 22_700 });
+    Object.assign(tree.nodes[2], { summarizedEntries: 12 });
+    const m = buildTreeModel(tree);
+    assert.equal(rowText(m.byId.get('c1')!).label, 'Compaction · 181k → 22.7k tokens');
+    assert.equal(rowText(m.byId.get('b1')!).label, 'Branch summary · 12 entries');
+    const groups = m.childrenOf('r').map((g) => (g.type === 'branch' ? branchText(g).label : ''));
+    assert.deepEqual(groups, ['Branch 1 of 2 · Compaction · 181k → 22.7k tokens', 'Branch 2 of 2 · Branch summary · 12 entries']);
   });
 
   it('gives menus context words', () => {

@@ -197,3 +197,27 @@ async def test_report_overflow_recovers_once(client: TestClient, fake: FakeOpenA
     second = await call(client, "session/reportOverflow", {"sessionId": "e2e-session"})
     assert second["result"] is None and second["errorMessage"].startswith("Context overflow recovery failed")
     assert client.of("session/compactionEnd")[-1]["errorMessage"] == second["errorMessage"]
+
+
+async def test_tree_labels_summary_nodes_with_their_figures(client: TestClient, fake: FakeOpenAI,
+                                                            tmp_path: Path) -> None:
+    fake.default = Reply.stream(GOOD_SUMMARY)
+    await initialize(client, summarizer=fake_summarizer(fake.url))
+    path = tmp_path / "s.jsonl"
+    ids = write_session(path, tmp_path, turns=6)
+    await call(client, "session/open", {"path": str(path)})
+    compacted = await call(client, "session/compact", {"sessionId": "e2e-session"})
+    context = await call(client, "session/tokenStats", {"sessionId": "e2e-session"})
+    # Leave the compaction's branch with a summary: back to the 4th entry.
+    nav = await call(client, "session/navigate", {"sessionId": "e2e-session", "targetId": ids[3], "summarize": True})
+    tree = await call(client, "session/tree", {"sessionId": "e2e-session"})
+    nodes = {n["id"]: n for n in tree["nodes"]}
+
+    comp = nodes[compacted["entryId"]]
+    assert comp["tokensBefore"] == compacted["tokensBefore"]
+    # The context right after the compaction is what tokenStats estimated at that leaf.
+    assert comp["tokensAfter"] == context["estimatedTokens"] > 0
+    summary = nodes[nav["summaryEntryId"]]
+    # The branch left: entries ids[4:] and the compaction entry.
+    assert summary["summarizedEntries"] == len(ids) - 4 + 1
+    assert "tokensAfter" not in nodes[ids[0]] and "summarizedEntries" not in nodes[ids[0]]

@@ -76,6 +76,11 @@ export interface TreeNode {
   timestamp: string | null;
   isLeaf: boolean;
   onLeafPath: boolean;
+  /** Compaction nodes: tokens before (as stored) and the estimate of the context right after. */
+  tokensBefore?: number | null;
+  tokensAfter?: number;
+  /** Branch-summary nodes: how many entries the summarized branch had. */
+  summarizedEntries?: number;
 }
 
 export interface TreeResult {

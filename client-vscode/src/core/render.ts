@@ -39,7 +39,10 @@ export function statusTooltip(stats: TokenStats): string {
     `Context: ${fmtInt(stats.contextTokens)} of ${fmtInt(stats.contextWindow)} tokens (${usagePercent(stats).toFixed(1)}%)`,
     `Compaction threshold: ${fmtInt(stats.threshold)} (window − reserve ${fmtInt(stats.reserveTokens)})`,
   ];
-  if (typeof stats.exactTokens === 'number') lines.push(`Exact count (tiktoken): ${fmtInt(stats.exactTokens)}`);
+  if (typeof stats.exactTokens === 'number') {
+    const how = stats.exact === true ? "the model's own tokenizer" : "an approximation of the model's tokenizer";
+    lines.push(`tiktoken count (${typeof stats.encoding === 'string' ? stats.encoding : '?'}, ${how}): ${fmtInt(stats.exactTokens)}`);
+  }
   if (stats.shouldCompact) lines.push('Over the threshold: compaction is due.');
   lines.push('Click for full token statistics.');
   return lines.join('\n');
@@ -111,6 +114,18 @@ export function objectToMarkdown(obj: Record<string, unknown>, level = 2, skip: 
   return out.join('\n').trimEnd() + '\n';
 }
 
+/** What the tiktoken count is, in words: which encoding, and whether it is the model's own
+ * tokenizer (`exact`) or an approximation of it. */
+export function exactCountSentence(stats: TokenStats): string | undefined {
+  if (typeof stats.exactTokens !== 'number') return undefined;
+  const encoding = typeof stats.encoding === 'string' ? stats.encoding : 'an unknown encoding';
+  const count = `**${fmtInt(stats.exactTokens)}** tokens counted with tiktoken's \`${encoding}\` encoding`;
+  return stats.exact === true
+    ? `${count}. That is the model's own tokenizer, so this is the number of tokens the model sees.`
+    : `${count}. That is not the model's own tokenizer (tiktoken has no encoding for it), so this is an ` +
+        'approximation: the model may count somewhat more or fewer tokens.';
+}
+
 export function tokenStatsMarkdown(stats: TokenStats, title = 'Token statistics'): string {
   const head = [
     `# ${title}`,
@@ -118,8 +133,16 @@ export function tokenStatsMarkdown(stats: TokenStats, title = 'Token statistics'
     `**${statusText(stats)}** — threshold ${fmtInt(stats.threshold)}, reserve ${fmtInt(stats.reserveTokens)}` +
       (stats.shouldCompact ? ' — **compaction is due**' : ''),
     '',
+    `Context size (Pi's figure, used for automatic compaction): **${fmtInt(stats.contextTokens)}** tokens, ` +
+      (stats.usageStale === true
+        ? 'a characters ÷ 4 estimate of the context (no answer since the last compaction reported its usage).'
+        : "the last answer's reported usage plus a characters ÷ 4 estimate of what came after it."),
+    '',
   ];
-  return head.join('\n') + '\n' + objectToMarkdown(stats);
+  const exact = exactCountSentence(stats);
+  if (exact !== undefined) head.push(`Exact count: ${exact}`, '');
+  // `exact` and `encoding` are said in words above; the raw boolean beside a count misleads.
+  return head.join('\n') + '\n' + objectToMarkdown(stats, 2, exact !== undefined ? ['exact', 'encoding'] : []);
 }
 
 const PREPARE_KEYS = [

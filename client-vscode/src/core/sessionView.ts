@@ -61,10 +61,16 @@ export class SessionView {
     }
   }
 
+  /** The connection is gone: drop the figures (they would go stale) but remember the file, so
+   * the next attach opens it again. */
   detach(): void {
     for (const d of this.subscriptions) d.dispose();
     this.subscriptions = [];
     this.client = undefined;
+    if (this._snapshot !== undefined) {
+      this._snapshot = undefined;
+      this.updateEmitter.fire(undefined);
+    }
   }
 
   async open(path: string): Promise<SessionSnapshot> {

@@ -1,33 +1,64 @@
 // The session tree as the side panel shows it, computed from a `session/tree` result.
 //
-// Like Pi's tree view, a run of entries that each have exactly one child is a flat list: the
-// depth only grows below a branch point (a node with two or more children). Every branch of a
-// branch point starts one level deeper, its first row marked as the head of branch i of n.
-// The panel is a TreeView, so rows are grouped under the branch point they hang from
-// (`childrenOf`): a linear session of any length is one list of top-level rows.
+// Like Pi's tree view, a run of entries that each have exactly one child is a flat list. A
+// branch point (a node with two or more children) lists one collapsible *branch group* per
+// child, labelled with which branch it is and what it starts with; a group lists its branch's
+// run of entries, flat again, until the next branch point. So two branches never share a list
+// and depth grows only below branch points:
+//
+//   r, a, b            (top level; b is a branch point)
+//     Branch 1 of 2    (group) -> c, d
+//     Branch 2 of 2    (group) -> e, f, ...
 import type { NodeKind, TreeNode, TreeResult } from './protocol';
+import { formatTokens } from './render';
 
 export interface Row {
+  readonly type: 'entry';
   readonly id: string;
   readonly node: TreeNode;
   /** 0 for the top-level list; +1 below each branch point. */
   readonly depth: number;
-  /** The branch point this row is listed under (undefined at the top level). */
+  /** The branch group this row is listed in (undefined at the top level). */
   readonly parentRowId: string | undefined;
   /** Set on the first row of each branch below a branch point. */
   readonly branch: { readonly index: number; readonly count: number } | undefined;
-  /** True when the node has two or more children: its branches are listed under it. */
+  /** True when the node has two or more children: its branch groups are listed under it. */
   readonly isBranchPoint: boolean;
 }
 
+/** One branch of a branch point: a collapsible element listing that branch's entries. */
+export interface BranchGroup {
+  readonly type: 'branch';
+  /** `branch:<id of its first entry>`, stable across reloads. */
+  readonly id: string;
+  /** The branch point's entry id (the group's parent in the view). */
+  readonly parentRowId: string;
+  readonly index: number;
+  readonly count: number;
+  /** The branch's first entry. */
+  readonly first: TreeNode;
+  /** Entries in the branch, its own sub-branches included. */
+  readonly entryCount: number;
+  /** The current leaf is in this branch. */
+  readonly containsLeaf: boolean;
+  readonly depth: number;
+}
+
+export type TreeElement = Row | BranchGroup;
+
 export interface TreeModel {
   readonly leafId: string | null;
-  /** Rows in display order (depth first, as Pi lists them). */
+  /** Entry rows in display order (depth first, as Pi lists them). */
   readonly rows: readonly Row[];
   readonly byId: ReadonlyMap<string, Row>;
-  /** Rows listed directly under a branch point, or the top-level list for `undefined`. */
-  childrenOf(rowId: string | undefined): readonly Row[];
+  /** Entry rows and branch groups by id. */
+  readonly elements: ReadonlyMap<string, TreeElement>;
+  /** What the view lists under an element: a branch point's groups, a group's entries, or the
+   * top-level list for `undefined`. */
+  childrenOf(id: string | undefined): readonly TreeElement[];
 }
+
+export const branchGroupId = (firstEntryId: string): string => `branch:${firstEntryId}`;
 
 export function buildTreeModel(tree: TreeResult): TreeModel {
   const nodes = new Map<string, TreeNode>();
@@ -40,19 +71,15 @@ export function buildTreeModel(tree: TreeResult): TreeModel {
 
   const rows: Row[] = [];
   const byId = new Map<string, Row>();
-  const groups = new Map<string | undefined, Row[]>();
+  const groups = new Map<string | undefined, TreeElement[]>();
   groups.set(undefined, []);
+  // The children each visited node really has in the view (dangling ids and cycles removed).
+  const kids = new Map<string, string[]>();
 
   type Frame = { id: string; depth: number; parentRowId: string | undefined; branch: Row['branch'] };
   // Explicit stack: sessions can be 100k entries deep, far beyond the JS call stack.
   const stack: Frame[] = [];
-  const pushChildren = (ids: readonly string[], frame: Omit<Frame, 'id'>[]): void => {
-    for (let i = ids.length - 1; i >= 0; i--) stack.push({ id: ids[i], ...frame[i] });
-  };
-  pushChildren(
-    roots,
-    roots.map(() => ({ depth: 0, parentRowId: undefined, branch: undefined })),
-  );
+  for (let i = roots.length - 1; i >= 0; i--) stack.push({ id: roots[i], depth: 0, parentRowId: undefined, branch: undefined });
   const seen = new Set<string>();
   let nextUnseen = 0;
   for (;;) {
@@ -68,7 +95,9 @@ export function buildTreeModel(tree: TreeResult): TreeModel {
     if (node === undefined || seen.has(frame.id)) continue; // dangling child id or a cycle
     seen.add(frame.id);
     const children = node.children.filter((c) => nodes.has(c) && !seen.has(c));
+    kids.set(node.id, children);
     const row: Row = {
+      type: 'entry',
       id: node.id,
       node,
       depth: frame.depth,
@@ -84,40 +113,68 @@ export function buildTreeModel(tree: TreeResult): TreeModel {
       stack.push({ id: children[0], depth: frame.depth, parentRowId: frame.parentRowId, branch: undefined });
     } else if (children.length > 1) {
       groups.set(row.id, []);
-      pushChildren(
-        children,
-        children.map((_, index) => ({
-          depth: frame.depth + 1,
-          parentRowId: row.id,
-          branch: { index, count: children.length },
-        })),
-      );
+      for (let index = children.length - 1; index >= 0; index--) {
+        const gid = branchGroupId(children[index]);
+        groups.set(gid, []);
+        stack.push({ id: children[index], depth: frame.depth + 1, parentRowId: gid, branch: { index, count: children.length } });
+      }
     }
+  }
+
+  // Subtree sizes, children before parents (reverse depth-first order), for the groups' counts.
+  const size = new Map<string, number>();
+  for (let i = rows.length - 1; i >= 0; i--) {
+    let total = 1;
+    for (const c of kids.get(rows[i].id) ?? []) total += size.get(c) ?? 0;
+    size.set(rows[i].id, total);
+  }
+  const elements = new Map<string, TreeElement>(byId);
+  for (const row of rows) {
+    if (!row.isBranchPoint) continue;
+    const children = kids.get(row.id)!;
+    const list = groups.get(row.id)!;
+    children.forEach((childId, index) => {
+      const first = byId.get(childId)!;
+      const group: BranchGroup = {
+        type: 'branch',
+        id: branchGroupId(childId),
+        parentRowId: row.id,
+        index,
+        count: children.length,
+        first: first.node,
+        entryCount: size.get(childId) ?? 1,
+        containsLeaf: first.node.onLeafPath,
+        depth: row.depth + 1,
+      };
+      list.push(group);
+      elements.set(group.id, group);
+    });
   }
   return {
     leafId: tree.leafId,
     rows,
     byId,
-    childrenOf: (rowId) => groups.get(rowId) ?? [],
+    elements,
+    childrenOf: (id) => groups.get(id) ?? [],
   };
 }
 
-/** The chain of branch points above a row, outermost first (what a TreeView must expand to reveal it). */
-export function ancestorsOf(model: TreeModel, rowId: string): Row[] {
-  const out: Row[] = [];
-  let current = model.byId.get(rowId)?.parentRowId;
+/** The elements above one, outermost first: what a TreeView must expand to reveal it. */
+export function ancestorsOf(model: TreeModel, id: string): TreeElement[] {
+  const out: TreeElement[] = [];
+  let current = model.elements.get(id)?.parentRowId;
   while (current !== undefined) {
-    const row = model.byId.get(current);
-    if (row === undefined) break;
-    out.push(row);
-    current = row.parentRowId;
+    const el = model.elements.get(current);
+    if (el === undefined) break;
+    out.push(el);
+    current = el.parentRowId;
   }
   return out.reverse();
 }
 
-/** Does the leaf live somewhere below this branch point? Such branch points start expanded. */
-export function containsLeafPath(row: Row): boolean {
-  return row.isBranchPoint && row.node.onLeafPath;
+/** Does the leaf live below this element? Such branch points and groups start expanded. */
+export function containsLeafPath(el: TreeElement): boolean {
+  return el.type === 'branch' ? el.containsLeaf : el.isBranchPoint && el.node.onLeafPath;
 }
 
 export interface KindInfo {
@@ -171,17 +228,47 @@ export interface RowText {
   readonly description: string;
 }
 
-/** What a row displays: the preview as the label; kind, entry label, branch and leaf marks beside it. */
+/** "Compaction · 181k → 22.7k tokens", "Branch summary · 12 entries": what the node *is*; its
+ * text is one click away (the summary document). Other kinds show their one-line preview. */
+export function summaryNodeTitle(n: TreeNode): string | undefined {
+  if (n.kind === 'compaction') {
+    const before = typeof n.tokensBefore === 'number' ? formatTokens(n.tokensBefore) : undefined;
+    const after = typeof n.tokensAfter === 'number' ? formatTokens(n.tokensAfter) : undefined;
+    if (before !== undefined && after !== undefined) return `Compaction · ${before} → ${after} tokens`;
+    if (before !== undefined) return `Compaction · ${before} tokens before`;
+    return 'Compaction';
+  }
+  if (n.kind === 'branchSummary') {
+    const count = n.summarizedEntries;
+    return typeof count === 'number' ? `Branch summary · ${count} ${count === 1 ? 'entry' : 'entries'}` : 'Branch summary';
+  }
+  return undefined;
+}
+
+/** What an entry row displays: the preview (or what a summary node is) as the label; kind, entry
+ * label and leaf mark beside it. */
 export function rowText(row: Row): RowText {
   const n = row.node;
   const info = kindInfo(n.kind);
   const parts: string[] = [];
   if (n.isLeaf) parts.push('● leaf');
   if (n.label) parts.push(`[${n.label}]`);
-  if (row.branch !== undefined) parts.push(`branch ${row.branch.index + 1}/${row.branch.count}`);
+  const title = summaryNodeTitle(n);
+  if (title !== undefined) {
+    return { label: title, description: parts.join(' · ') };
+  }
   parts.push(info.title);
   const preview = oneLine(n.preview ?? '');
   return { label: preview !== '' ? preview : `(${info.title})`, description: parts.join(' · ') };
+}
+
+/** "Branch 2 of 3 · user: fix the failing test" and "14 entries · current leaf here". */
+export function branchText(group: BranchGroup): RowText {
+  const first = group.first;
+  const start = summaryNodeTitle(first) ?? `${kindInfo(first.kind).title}: ${oneLine(first.preview ?? '', 80) || '(empty)'}`;
+  const parts = [`${group.entryCount} ${group.entryCount === 1 ? 'entry' : 'entries'}`];
+  if (group.containsLeaf) parts.push('● current branch');
+  return { label: `Branch ${group.index + 1} of ${group.count} · ${start}`, description: parts.join(' · ') };
 }
 
 /** The `contextValue` of a tree item; menus in package.json match on these words. */

@@ -1,4 +1,5 @@
-// Read-only markdown documents (summaries, dry runs, token statistics) served from memory.
+// Read-only markdown documents (summaries, dry runs, token statistics) served from memory and
+// opened as a rendered Markdown preview.
 // Documents from a TextDocumentContentProvider cannot be edited, which is what we want.
 import * as vscode from 'vscode';
 
@@ -26,8 +27,10 @@ export class MarkdownDocuments implements vscode.TextDocumentContentProvider, vs
     const existed = this.contents.has(key);
     this.contents.set(key, markdown);
     if (existed) this.changeEmitter.fire(uri);
-    const doc = await vscode.workspace.openTextDocument(uri);
-    await vscode.window.showTextDocument(doc, { preview: true });
+    // Rendered, not as source: the built-in Markdown preview reads the document through this provider.
+    await vscode.workspace.openTextDocument(uri);
+    // Locked: a preview that follows the active editor would turn into some other file's preview.
+    await vscode.commands.executeCommand('markdown.showPreview', uri, undefined, { locked: true });
   }
 
   dispose(): void {

@@ -1,38 +1,63 @@
-// The side panel: rows from core/treeModel rendered as TreeItems. No logic beyond presentation.
+// The side panel: elements from core/treeModel rendered as TreeItems. No logic beyond presentation.
 import * as vscode from 'vscode';
 import type { SessionSnapshot, SessionView } from '../core/sessionView';
-import { ancestorsOf, containsLeafPath, hasSummaryDocument, kindInfo, pathMarker, rowContextValue, rowText } from '../core/treeModel';
-import type { Row } from '../core/treeModel';
+import { ancestorsOf, branchText, containsLeafPath, hasSummaryDocument, kindInfo, pathMarker, rowContextValue, rowText } from '../core/treeModel';
+import type { BranchGroup, Row, TreeElement } from '../core/treeModel';
+import type { ServerManager } from '../server';
 
-/** The argument tree-item commands receive. */
+/** The argument entry commands receive from the tree. */
 export interface EntryRef {
   readonly sessionId: string;
   readonly row: Row;
 }
 
-export class SessionTreeProvider implements vscode.TreeDataProvider<EntryRef>, vscode.Disposable {
-  private readonly changeEmitter = new vscode.EventEmitter<EntryRef | undefined | void>();
+/** A branch group of the tree (no commands act on it). */
+export interface BranchRef {
+  readonly sessionId: string;
+  readonly group: BranchGroup;
+}
+
+export type TreeRef = EntryRef | BranchRef;
+
+/** The entry a command was invoked on, if it was invoked on an entry. */
+export function entryOf(ref: unknown): Row | undefined {
+  return typeof ref === 'object' && ref !== null && 'row' in ref ? (ref as EntryRef).row : undefined;
+}
+
+export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vscode.Disposable {
+  private readonly changeEmitter = new vscode.EventEmitter<TreeRef | undefined | void>();
   readonly onDidChangeTreeData = this.changeEmitter.event;
   private readonly disposables: vscode.Disposable[] = [];
-  private readonly refs = new Map<string, EntryRef>();
-  readonly view: vscode.TreeView<EntryRef>;
+  private readonly refs = new Map<string, TreeRef>();
+  private lastLeaf: string | null | undefined;
+  readonly view: vscode.TreeView<TreeRef>;
 
-  constructor(private readonly session: SessionView) {
+  constructor(
+    private readonly session: SessionView,
+    private readonly server: ServerManager,
+  ) {
     this.view = vscode.window.createTreeView('compactd.sessionTree', {
       treeDataProvider: this,
       showCollapseAll: true,
     });
     this.disposables.push(this.view);
     const sub = session.onDidUpdate((snap) => this.update(snap));
-    this.disposables.push({ dispose: () => sub.dispose() });
+    const statusSub = server.onDidChangeStatus(() => {
+      this.update(this.session.snapshot);
+    });
+    this.disposables.push({ dispose: () => sub.dispose() }, statusSub);
   }
 
   private update(snap: SessionSnapshot | undefined): void {
     this.refs.clear();
     void vscode.commands.executeCommand('setContext', 'compactd.sessionOpen', snap !== undefined);
-    if (snap === undefined) {
+    const status = this.server.status;
+    if (status.state === 'failed') {
+      this.view.description = 'server not running';
+      this.view.message = `The compactd server is not running: ${status.message} Run "compactd: Restart Server" after changing it.`;
+    } else if (snap === undefined) {
       this.view.description = undefined;
-      this.view.message = undefined;
+      this.view.message = status.state === 'starting' ? 'Starting the compactd server…' : undefined;
     } else {
       const name = snap.info.name ?? snap.path.split(/[\\/]/).pop();
       this.view.description = `${name ?? ''} · ${snap.model.rows.length} entries`;
@@ -41,43 +66,63 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<EntryRef>, v
         warnings.length > 0 ? `${warnings.length} malformed line(s) skipped while loading (first: line ${warnings[0].line}).` : undefined;
     }
     this.changeEmitter.fire();
+    // Follow the leaf: whenever it moves (navigate, compact, an agent appending), show it.
+    const leaf = snap?.model.leafId;
+    if (snap !== undefined && leaf !== this.lastLeaf && this.view.visible) {
+      void this.revealLeaf().catch(() => undefined);
+    }
+    this.lastLeaf = leaf;
   }
 
-  private ref(row: Row): EntryRef {
+  private ref(el: TreeElement): TreeRef {
     const sessionId = this.session.sessionId ?? '';
-    let ref = this.refs.get(row.id);
-    if (ref === undefined || ref.row !== row) {
-      ref = { sessionId, row };
-      this.refs.set(row.id, ref);
-    }
+    const known = this.refs.get(el.id);
+    if (known !== undefined && ('row' in known ? known.row : known.group) === el) return known;
+    const ref: TreeRef = el.type === 'entry' ? { sessionId, row: el } : { sessionId, group: el };
+    this.refs.set(el.id, ref);
     return ref;
   }
 
-  getChildren(element?: EntryRef): EntryRef[] {
-    const model = this.session.snapshot?.model;
-    if (model === undefined) return [];
-    return model.childrenOf(element?.row.id).map((row) => this.ref(row));
+  private static elementOf(ref: TreeRef): TreeElement {
+    return 'row' in ref ? ref.row : ref.group;
   }
 
-  getParent(element: EntryRef): EntryRef | undefined {
+  getChildren(element?: TreeRef): TreeRef[] {
     const model = this.session.snapshot?.model;
-    const parentId = element.row.parentRowId;
+    if (model === undefined) return [];
+    const id = element === undefined ? undefined : SessionTreeProvider.elementOf(element).id;
+    return model.childrenOf(id).map((el) => this.ref(el));
+  }
+
+  getParent(element: TreeRef): TreeRef | undefined {
+    const model = this.session.snapshot?.model;
+    const parentId = SessionTreeProvider.elementOf(element).parentRowId;
     if (model === undefined || parentId === undefined) return undefined;
-    const parent = model.byId.get(parentId);
+    const parent = model.elements.get(parentId);
     return parent ? this.ref(parent) : undefined;
   }
 
-  getTreeItem(element: EntryRef): vscode.TreeItem {
-    const { row } = element;
+  getTreeItem(element: TreeRef): vscode.TreeItem {
+    const el = SessionTreeProvider.elementOf(element);
+    const expandable = el.type === 'branch' || el.isBranchPoint;
+    const state = !expandable
+      ? vscode.TreeItemCollapsibleState.None
+      : containsLeafPath(el)
+        ? vscode.TreeItemCollapsibleState.Expanded
+        : vscode.TreeItemCollapsibleState.Collapsed;
+    if (el.type === 'branch') {
+      const text = branchText(el);
+      const item = new vscode.TreeItem(text.label, state);
+      item.id = `${element.sessionId}:${el.id}`;
+      item.description = text.description;
+      item.contextValue = 'branch';
+      item.iconPath = new vscode.ThemeIcon('git-branch', el.containsLeaf ? new vscode.ThemeColor('charts.blue') : undefined);
+      item.tooltip = `Branch ${el.index + 1} of ${el.count} from ${el.parentRowId}: ${text.description}`;
+      return item;
+    }
+    const row = el;
     const text = rowText(row);
-    const item = new vscode.TreeItem(
-      text.label,
-      row.isBranchPoint
-        ? containsLeafPath(row)
-          ? vscode.TreeItemCollapsibleState.Expanded
-          : vscode.TreeItemCollapsibleState.Collapsed
-        : vscode.TreeItemCollapsibleState.None,
-    );
+    const item = new vscode.TreeItem(text.label, state);
     item.id = `${element.sessionId}:${row.id}`;
     item.description = text.description;
     item.contextValue = rowContextValue(row);
@@ -92,16 +137,18 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<EntryRef>, v
     return item;
   }
 
-  /** Select the current leaf, expanding the branch points above it. */
+  /** Select the current leaf, expanding the branch points and branches above it. */
   async revealLeaf(): Promise<void> {
     const snap = this.session.snapshot;
     const leafId = snap?.model.leafId;
     if (snap === undefined || leafId == null) return;
     const row = snap.model.byId.get(leafId);
     if (row === undefined) return;
-    // reveal() expands the branch points above (found through getParent); ancestorsOf makes sure
-    // their refs exist so getParent returns the same objects the view already knows.
-    for (const above of ancestorsOf(snap.model, leafId)) this.ref(above);
+    // Expand every element above, outermost first: elements VS Code remembers as collapsed
+    // would otherwise hide the leaf; then select the leaf itself.
+    for (const above of ancestorsOf(snap.model, leafId)) {
+      await this.view.reveal(this.ref(above), { select: false, focus: false, expand: true });
+    }
     await this.view.reveal(this.ref(row), { select: true, focus: false });
   }
 

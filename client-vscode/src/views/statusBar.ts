@@ -2,19 +2,20 @@
 import * as vscode from 'vscode';
 import { statusText, statusTooltip, usageLevel } from '../core/render';
 import type { SessionSnapshot, SessionView } from '../core/sessionView';
+import type { ServerManager } from '../server';
 
 export class TokenStatusBar implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('compactd.tokens', vscode.StatusBarAlignment.Right, 100);
-  private readonly sub: { dispose(): void };
+  private readonly subs: { dispose(): void }[];
   private busy: string | undefined;
 
   constructor(
     private readonly session: SessionView,
+    private readonly server: ServerManager,
     private readonly warnRatio: () => number,
   ) {
     this.item.name = 'compactd context usage';
-    this.item.command = 'compactd.showTokenStats';
-    this.sub = session.onDidUpdate((snap) => this.render(snap));
+    this.subs = [session.onDidUpdate((snap) => this.render(snap)), server.onDidChangeStatus(() => this.render(this.session.snapshot))];
   }
 
   /** A daemon-side compaction is running (automatic or from another client). */
@@ -24,6 +25,17 @@ export class TokenStatusBar implements vscode.Disposable {
   }
 
   render(snap: SessionSnapshot | undefined): void {
+    const status = this.server.status;
+    if (status.state === 'failed') {
+      // Never stale figures: say the server is not running and offer the restart.
+      this.item.text = '$(error) compactd: server not running';
+      this.item.tooltip = `${status.message}\nClick to restart the server.`;
+      this.item.command = 'compactd.restartServer';
+      this.item.backgroundColor = new vscode.ThemeColor('statusBarItem.errorBackground');
+      this.item.show();
+      return;
+    }
+    this.item.command = 'compactd.showTokenStats';
     if (snap === undefined) {
       this.item.hide();
       return;
@@ -48,7 +60,7 @@ export class TokenStatusBar implements vscode.Disposable {
   }
 
   dispose(): void {
-    this.sub.dispose();
+    for (const d of this.subs) d.dispose();
     this.item.dispose();
   }
 }

@@ -1,6 +1,7 @@
-// The real daemon, `python -m compactd serve`, over stdio with the LSP handshake done.
-import { spawn } from 'node:child_process';
-import type { ChildProcess } from 'node:child_process';
+// The real daemon, started as the extension starts it, over stdio with the LSP handshake done.
+import { spawnDaemon } from '../../src/core/launch';
+import { readConfig, serverLaunch } from '../../src/core/settings';
+import type { ChildProcess, ChildProcessWithoutNullStreams } from 'node:child_process';
 import type { MessageConnection } from 'vscode-jsonrpc';
 import { CompactdClient, connectToProcess, initialize, shutdown } from '../../src/core/protocolClient';
 import { pythonExecutable, repoRoot, tempDir } from './paths';
@@ -32,18 +33,16 @@ export async function startDaemon(opts: DaemonOptions = {}): Promise<Daemon> {
   env.PI_CODING_AGENT_DIR = tempDir('compactd-agent-');
   env.PYTHONUNBUFFERED = '1';
   Object.assign(env, opts.env ?? {});
-  const proc = spawn(pythonExecutable(), ['-m', 'compactd', 'serve'], {
-    cwd: repoRoot(),
-    env,
-    stdio: ['pipe', 'pipe', 'pipe'],
-  });
+  // Launched exactly as the extension launches it: `<interpreter> -m compactd serve --stdio --clientProcessId=<pid>`.
+  const launch = serverLaunch(readConfig((key) => (key === 'interpreter' ? pythonExecutable() : undefined)), env);
   let log = '';
-  proc.stderr.setEncoding('utf8');
-  proc.stderr.on('data', (chunk: string) => {
-    log += chunk;
+  const daemon = spawnDaemon(launch, { cwd: repoRoot(), clientPid: process.pid, onStderr: (chunk) => (log += chunk) });
+  const proc = daemon.child as ChildProcessWithoutNullStreams;
+  const exited = daemon.exited.then((e) => e.code);
+  const spawnError = daemon.exited.then((e) => {
+    if (e.spawnError !== undefined) throw e.spawnError;
+    return new Promise<never>(() => undefined);
   });
-  const exited = new Promise<number | null>((resolve) => proc.on('exit', (code) => resolve(code)));
-  const spawnError = new Promise<never>((_, reject) => proc.on('error', reject));
   const connection = connectToProcess(proc);
   const client = new CompactdClient(connection);
   opts.beforeInitialize?.(client, connection);

@@ -38,6 +38,7 @@ __all__ = [
     "recent_path_for",
     "run_prepare",
     "stats_report",
+    "summary_figures",
 ]
 
 Entry = dict[str, Any]
@@ -263,3 +264,33 @@ def prune_report(
 ) -> dict[str, Any]:
     """`compactd prune --dry-run --json`: what pruning the current path would do."""
     return plan_prune(path_for(session, leaf_id), settings).to_json()
+
+
+def summary_figures(session: SessionLike, report: dict[str, Any]) -> dict[str, Any]:
+    """Add what a side panel labels summary nodes with to a `tree_report` (in place):
+    compaction nodes get `tokensBefore` (as stored) and `tokensAfter` (the chars/4 estimate of
+    the context right after it: summary plus kept messages); branch-summary nodes get
+    `summarizedEntries` (how many entries the branch it summarizes had, from `fromId` back to
+    where it left the path of the summary)."""
+    by_id = session.by_id
+    for node in report["nodes"]:
+        kind = node.get("type")
+        if kind == "compaction":
+            entry = by_id[node["id"]]
+            before = entry.get("tokensBefore")
+            node["tokensBefore"] = before if isinstance(before, int | float) else None
+            ctx = context_from_path(recent_path(by_id, node["id"]), node["id"])
+            node["tokensAfter"] = sum(estimate_tokens(m) for m in ctx.messages)
+        elif kind == "branch_summary":
+            entry = by_id[node["id"]]
+            on_path = {e["id"] for e in path_to(by_id, node["id"])}
+            count = 0
+            seen: set[str] = set()
+            current = by_id.get(entry.get("fromId")) if isinstance(entry.get("fromId"), str) else None
+            while current is not None and current["id"] not in on_path and current["id"] not in seen:
+                seen.add(current["id"])
+                count += 1
+                parent = current.get("parentId")
+                current = by_id.get(parent) if isinstance(parent, str) else None
+            node["summarizedEntries"] = count
+    return report

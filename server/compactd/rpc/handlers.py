@@ -239,7 +239,8 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
 async def session_tree(ls: CompactdServer, params: s.SessionParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
     await resync(ls, handle)
-    return await ls.off_loop(tree_report, ls.snapshot(handle.session))
+    snap = ls.snapshot(handle.session)
+    return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
 
 
 @method("session/entry", s.EntryParams)

@@ -32,6 +32,7 @@ from .progress import ProgressReporter, acquire_token
 from .protocol import CompactdProtocol, FrameReader, make_converter, start_stdin_thread
 from .schema import InitOptions
 from .watch import poll_interval, watch_files
+from .watchdog import watch_process
 
 log = logging.getLogger("compactd.rpc")
 T = TypeVar("T")
@@ -254,19 +255,20 @@ class CompactdServer(LanguageServer):
             self._stop.set()
 
     def serve_stdio(self, stdin_fd_reader: Callable[..., None] = start_stdin_thread,
-                    stdout: BinaryIO | None = None) -> int:
+                    stdout: BinaryIO | None = None, client_pid: int | None = None) -> int:
+        """Serve until `exit`, end of stdin, or (with `client_pid`) the client process is gone."""
         out = stdout or sys.stdout.buffer
         sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
         self.protocol.set_writer(StdoutWriter(out))
         self.protocol.experimental = self.experimental_capabilities()
         try:
-            asyncio.run(self._serve(stdin_fd_reader))
+            asyncio.run(self._serve(stdin_fd_reader, client_pid))
         except BrokenPipeError:
             log.error("client went away (broken pipe)")
             return 1
         return self.exit_code
 
-    async def _serve(self, reader_starter: Callable[..., None]) -> None:
+    async def _serve(self, reader_starter: Callable[..., None], client_pid: int | None = None) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
 
@@ -281,7 +283,17 @@ class CompactdServer(LanguageServer):
         interval = poll_interval()
         if interval > 0:
             self.spawn(watch_files(self, interval), "watch-files")
+
+        def on_client_gone() -> None:
+            if not self._stop.is_set():  # type: ignore[union-attr]
+                self.exit_code = 0 if self.protocol._shutdown else 1
+                self._stop.set()  # type: ignore[union-attr]
+
+        watcher = (watch_process(client_pid, lambda: loop.call_soon_threadsafe(on_client_gone))
+                   if client_pid is not None else None)
         await self._stop.wait()
+        if watcher is not None:
+            watcher.set()
         for job in list(self.jobs):
             job.cancel("server")
         for task in list(self.background):
