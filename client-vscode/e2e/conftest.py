@@ -46,12 +46,8 @@ def vsix_path() -> Path:
 
 
 def pi_fixture() -> Path:
-    """The real Pi session (in the repository once it ships its fixtures, else beside it)."""
-    for candidate in (REPO / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl",
-                      REPO.parent / "shared" / "fixtures" / "pi-before-compaction.v1.jsonl"):
-        if candidate.is_file():
-            return candidate
-    raise RuntimeError("the Pi fixture pi-before-compaction.v1.jsonl was not found")
+    """The real Pi session from the repository's own test fixtures."""
+    return REPO / "tests" / "fixtures" / "pi-before-compaction.v1.jsonl"
 
 
 class Editor:
