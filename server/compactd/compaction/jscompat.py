@@ -142,31 +142,33 @@ _JSON_ESCAPES = {
 }
 # Characters JSON.stringify changes: quote, backslash, C0 controls and surrogates (lone ones).
 _NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# A well-formed pair held as two halves stays literal; a lone half is escaped.
+_SURROGATE_OR_PAIR = re.compile(r"[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return _JSON_ESCAPES.get(code, f"\\u{code:04x}")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    text = match.group()
+    return text if len(text) == 2 else f"\\u{ord(text):04x}"
 
 
 def _quote(text: str) -> str:
+    # str.replace and re.sub run in C: escaping a long tool argument costs no per-character
+    # Python loop. Backslashes first, so the escapes added afterwards are not doubled.
     if not _NEEDS_ESCAPE.search(text):
         return '"' + text + '"'
-    out: list[str] = ['"']
-    length = len(text)
-    i = 0
-    while i < length:
-        ch = text[i]
-        code = ord(ch)
-        if code in _JSON_ESCAPES:
-            out.append(_JSON_ESCAPES[code])
-        elif code < 0x20:
-            out.append(f"\\u{code:04x}")
-        elif 0xD800 <= code <= 0xDBFF and i + 1 < length and 0xDC00 <= ord(text[i + 1]) <= 0xDFFF:
-            out.append(text[i : i + 2])  # a well-formed pair held as two halves stays literal
-            i += 1
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")  # well-formed JSON.stringify escapes lone surrogates
-        else:
-            out.append(ch)
-        i += 1
-    out.append('"')
-    return "".join(out)
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    if _CONTROL.search(escaped):
+        escaped = _CONTROL.sub(_escape_control, escaped)
+    if _SURROGATE.search(escaped):
+        escaped = _SURROGATE_OR_PAIR.sub(_escape_surrogate, escaped)
+    return '"' + escaped + '"'
 
 
 def js_json_stringify(value: Any) -> str:
