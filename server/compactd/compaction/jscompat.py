@@ -175,6 +175,8 @@ def js_json_stringify(value: Any) -> str:
     """`JSON.stringify(value)` for JSON-shaped Python data (E-4): compact, JavaScript key order,
     JavaScript escaping (no ASCII escaping; U+2028/U+2029 literal; lone surrogates escaped) and
     JavaScript number formatting (`1.0` → `1`, `1e21` → `1e+21`). Non-finite numbers become `null`."""
+    if type(value) is str:  # the common case first: tool arguments are mostly strings
+        return _quote(value)
     if value is None:
         return "null"
     if value is True:

@@ -19,9 +19,9 @@ from compactd.session.context import context_from_path, project_entry
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
-from .serialize import serialize_messages
+from .serialize import SerializedTextCache, serialize_sourced
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
-from .tokens import estimate_context_tokens, sum_estimates
+from .tokens import calculate_context_tokens, estimate_context_tokens, estimate_tokens, has_valid_usage, sum_estimates
 
 __all__ = [
     "SourcedMessage",
@@ -98,6 +98,8 @@ class CompactionPreparation:
     file_ops: FileOperations
     settings: CompactionSettings
     cut: CutPointResult = field(repr=False)
+    # Serialized text per entry, kept across requests by the caller (None: serialize afresh).
+    text_cache: SerializedTextCache | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return True
@@ -122,14 +124,14 @@ class CompactionPreparation:
     @cached_property
     def conversation_text(self) -> str:
         """The exact text placed between `<conversation>` tags of the history prompt (S-3/S-4)."""
-        return escape_wrapped(serialize_messages(messages_of(self.messages_to_summarize)))
+        return serialize_sourced(self.messages_to_summarize, self.text_cache, escape=escape_wrapped)
 
     @cached_property
     def turn_prefix_text(self) -> str | None:
         """The same for the turn-prefix prompt; None unless the turn is split."""
         if not self.is_split_turn:
             return None
-        return escape_wrapped(serialize_messages(messages_of(self.turn_prefix_messages)))
+        return serialize_sourced(self.turn_prefix_messages, self.text_cache, escape=escape_wrapped)
 
 
 def _first_projected(entries: Sequence[Entry], start: int, end: int) -> list[SourcedMessage]:
@@ -137,7 +139,14 @@ def _first_projected(entries: Sequence[Entry], start: int, end: int) -> list[Sou
     and entries the model does not see are skipped."""
     out: list[SourcedMessage] = []
     for entry in entries[start:end]:
-        if entry.get("type") == "compaction":
+        entry_type = entry.get("type")
+        if entry_type == "message":
+            # The common case without a call: a stored message projects to itself (X-8).
+            message = entry.get("message")
+            if isinstance(message, dict) and message.get("content") is not None:
+                out.append(SourcedMessage(entry["id"], message))
+                continue
+        elif entry_type == "compaction":
             continue
         projected = project_entry(entry)
         if projected:
@@ -154,11 +163,31 @@ def _all_projected(entries: Sequence[Entry]) -> list[SourcedMessage]:
     return out
 
 
+def _tokens_before(path: Sequence[Entry]) -> int | float:
+    """K-7 over the path's context. The context ends with the projections of every entry after
+    the latest compaction (of the whole path when there is none), so when the newest valid usage
+    lies there only the messages after it are needed; otherwise the whole context is built."""
+    start = 0
+    for i in range(len(path) - 1, -1, -1):
+        if path[i].get("type") == "compaction":
+            start = i + 1
+            break
+    trailing = 0
+    for i in range(len(path) - 1, start - 1, -1):
+        messages = project_entry(path[i])
+        for message in reversed(messages):
+            if has_valid_usage(message):
+                return calculate_context_tokens(message["usage"]) + trailing
+            trailing += estimate_tokens(message)
+    return estimate_context_tokens(context_from_path(list(path)).messages).tokens
+
+
 def prepare_compaction(
     path_entries: Sequence[Entry],
     settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
     *,
     newest_cut_fallback: bool = True,
+    text_cache: SerializedTextCache | None = None,
 ) -> CompactionPreparation | NotPrepared:
     """R-1..R-15 over a root-first path (normally `session.get_branch()`).
 
@@ -188,7 +217,7 @@ def prepare_compaction(
     boundary_end = len(path)
 
     # R-5 [PI-NEW]: the context that is about to be replaced.
-    tokens_before = estimate_context_tokens(context_from_path(path).messages).tokens
+    tokens_before = _tokens_before(path)
 
     cut = find_cut_point(
         path, boundary_start, boundary_end, settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback
@@ -230,4 +259,5 @@ def prepare_compaction(
         file_ops=ops,
         settings=settings,
         cut=cut,
+        text_cache=text_cache,
     )

@@ -21,6 +21,7 @@ from .branch import (
 from .exact_tokens import ExactTokenCache, count_context_exact, count_entry_messages, get_counter
 from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
+from .serialize import SerializedTextCache
 from .settings import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_KEEP_RECENT_TOKENS,
@@ -106,15 +107,17 @@ def prepare_report(
     leaf_id: str | None = None,
     keep_recent_tokens: int | None = None,
     reserve_tokens: int | None = None,
+    text_cache: SerializedTextCache | None = None,
 ) -> dict[str, Any] | None:
-    """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted."""
+    """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
+    `text_cache` (the daemon's, per session) saves serializing the same history again."""
     settings = CompactionSettings(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
     )
     # Preparation never looks before the previous compaction's first kept entry: the recent tail
     # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
-    prep = prepare_compaction(recent_path_for(session, leaf_id), settings)
+    prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
     return preparation_json(prep) if prep else None
 
 

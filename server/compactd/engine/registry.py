@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from compactd.compaction.exact_tokens import ExactTokenCache
+from compactd.compaction.serialize import SerializedTextCache
 from compactd.session import Session
 
 from .busy import BusyError, busy_reason
@@ -43,6 +44,8 @@ class SessionHandle:
     announced: int = 0
     # Exact (tiktoken) counts per entry, reused across token-stat requests.
     token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
+    # Serialized history text per entry, reused across dry runs (session/prepareCompaction).
+    text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)
