@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compactd.compaction.context_totals import TotalsCache
 from compactd.compaction.exact_tokens import ExactTokenCache
 from compactd.compaction.serialize import SerializedTextCache
 from compactd.session import Session
@@ -44,6 +45,8 @@ class SessionHandle:
     announced: int = 0
     # Exact (tiktoken) counts per entry, reused across token-stat requests.
     token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
+    # Token totals of the latest contexts, extended by appends; cleared when entries change in place.
+    totals: TotalsCache = field(default_factory=TotalsCache)
     # Serialized history text per entry, reused across dry runs (session/prepareCompaction).
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
 

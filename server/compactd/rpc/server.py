@@ -36,6 +36,15 @@ from .schema import InitOptions
 log = logging.getLogger("compactd.rpc")
 T = TypeVar("T")
 
+
+@dataclass(frozen=True)
+class PathView:
+    """A read-only view of a session for walks from one leaf (see `CompactdServer.path_view`)."""
+
+    entries: list[dict[str, Any]]
+    by_id: dict[str, dict[str, Any]]
+    leaf_id: str | None
+
 # Filled by handlers.py when it registers each method (the contract of architecture.md).
 METHODS: list[str] = []
 NOTIFICATIONS = ["session/didChange", "session/compactionStart", "session/compactionEnd"]
@@ -138,6 +147,8 @@ class CompactdServer(LanguageServer):
     def announce(self, handle: SessionHandle, kind: str, entry_ids: list[str] | None = None) -> list[str]:
         """session/didChange for entries the client has not heard of yet (or explicit ids)."""
         session = handle.session
+        if kind not in ("appended", "leafMoved"):
+            handle.totals.clear()  # entries changed in place (e.g. pruned): running totals are void
         new_ids = [e["id"] for e in session.entries[handle.announced:]]
         handle.announced = len(session.entries)
         if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
@@ -228,6 +239,13 @@ class CompactdServer(LanguageServer):
         return count
 
     # --- off-loop work -------------------------------------------------------------------------
+
+    @staticmethod
+    def path_view(session: Session) -> PathView:
+        """What a worker needs to walk back from the leaf (context, dry runs, statistics), without
+        copying the session: the leaf is captured now, and appends on the loop only add to
+        `entries` and `by_id`, so every parent link the worker follows stays as it was."""
+        return PathView(session.entries, session.by_id, session.leaf_id)
 
     @staticmethod
     def snapshot(session: Session) -> Session:
