@@ -76,6 +76,12 @@ class Daemon:
         self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         return msg_id
 
+    def answered(self, msg_id: int) -> bool:
+        """True once the response to request `msg_id` has arrived."""
+        with self._lock:
+            event = self._done.get(msg_id)
+        return event is None or event.is_set()
+
     def wait(self, msg_id: int, timeout: float = 60) -> dict[str, Any]:
         """The response message (with `_at`, the perf_counter time it was read)."""
         if not self._done[msg_id].wait(timeout):

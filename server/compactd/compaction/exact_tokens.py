@@ -45,6 +45,7 @@ __all__ = [
     "encoding_for_model",
     "get_counter",
     "o200k_available",
+    "preload_counter",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -177,6 +178,14 @@ def get_counter(model: str | None) -> TokenCounter:
                 pass
         return TokenCounter(_load(_CL100K_OFFLINE), CL100K, False)
     return TokenCounter(_load(_CL100K_OFFLINE), CL100K, choice.native)
+
+
+def preload_counter() -> None:
+    """Load the default encoding (what `get_counter(None)` uses) ahead of the first count."""
+    try:
+        get_counter(None)
+    except Exception:  # noqa: BLE001 - a failed preload only means the first count loads it
+        pass
 
 
 @dataclass
