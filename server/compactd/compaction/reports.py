@@ -84,7 +84,8 @@ def run_prepare(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
     )
-    return prepare_compaction(path_for(session, leaf_id), settings)
+    # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
+    return prepare_compaction(recent_path_for(session, leaf_id), settings)
 
 
 def preparation_json(prep: CompactionPreparation) -> dict[str, Any]:
