@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+
+import orjson
 import os
 import subprocess
 import sys
@@ -48,7 +50,7 @@ class Daemon:
                 if name.lower() == "content-length":
                     length = int(value.strip())
             assert length is not None
-            message = json.loads(out.read(length))
+            message = orjson.loads(out.read(length))
             now = time.perf_counter()
             if "method" in message and "id" in message:
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
