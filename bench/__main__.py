@@ -53,6 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, metavar="N", help="repetitions per case (default 5; smoke 3)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where generated inputs are cached")
     p.add_argument("--list", action="store_true", help="list scenarios and exit")
+    p.add_argument("--case", action="append", metavar="TEXT", help="run only cases whose label contains TEXT (repeatable)")
     p.add_argument("--peer", choices=("pi",), help="measure the real Pi beside compactd (scenario vs_pi; "
                    "installs the pinned Pi from npm into bench/peer/pi on first use)")
     p.add_argument("--child", nargs=2, metavar=("SCENARIO", "CASE"), help=argparse.SUPPRESS)
@@ -79,6 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for name in names:
         for case in SCENARIOS[name].func(ctx):
+            if args.case and not any(text in case.label for text in args.case):
+                continue
             print(f"… {name}: {case.label}", file=sys.stderr, flush=True)
             rows.append(run_case(name, case, ctx))
     print_table(rows)

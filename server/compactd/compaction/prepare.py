@@ -43,6 +43,11 @@ class SourcedMessage(NamedTuple):
     message: Message
 
 
+def _sourced(pair: tuple[str, Message]) -> SourcedMessage:
+    """`SourcedMessage(*pair)` without the generated Python-level `__new__` (hot loops)."""
+    return tuple.__new__(SourcedMessage, pair)
+
+
 def messages_of(sourced: Sequence[SourcedMessage]) -> list[Message]:
     return [item.message for item in sourced]
 
@@ -144,7 +149,7 @@ def _first_projected(entries: Sequence[Entry], start: int, end: int) -> list[Sou
             # The common case without a call: a stored message projects to itself (X-8).
             message = entry.get("message")
             if isinstance(message, dict) and message.get("content") is not None:
-                out.append(SourcedMessage(entry["id"], message))
+                out.append(_sourced((entry["id"], message)))
                 continue
         elif entry_type == "compaction":
             continue
@@ -238,10 +243,9 @@ def prepare_compaction(
     ops = FileOperations()
     if previous_index >= 0:
         seed_from_details(path[previous_index], ops)
-    for item in to_summarize:
-        extract_file_ops_from_message(item.message, ops)
-    for item in prefix:
-        extract_file_ops_from_message(item.message, ops)
+    for item in (*to_summarize, *prefix):
+        if item.message.get("role") == "assistant":  # O-2: only assistant tool calls count
+            extract_file_ops_from_message(item.message, ops)
 
     turn_start_id = path[cut.turn_start_index]["id"] if cut.is_split_turn else None
     return CompactionPreparation(
