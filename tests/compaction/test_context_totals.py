@@ -71,13 +71,15 @@ def test_after_an_append_only_the_new_entry_is_counted_and_the_path_is_not_walke
     stats_report(_at(b, b.leaf), cache=cache, totals=totals)
     computed = cache.computed
     b.user("one more question")
+    b.thinking("high")
+    b.assistant("and its answer")  # three entries appended since the last statistics
     session = _at(b, b.leaf)
 
     def no_walk() -> list[dict[str, Any]]:
         raise AssertionError("the path was walked")
 
     extended = totals_at(session.by_id, b.leaf, no_walk, None, cache, totals)
-    assert cache.computed == computed + 1
+    assert cache.computed == computed + 2  # the two messages; the thinking change has none
     assert stats_report(session, cache=cache, totals=totals) == stats_report(session)
     assert extended.leaf_id == b.leaf
 

@@ -35,6 +35,9 @@ __all__ = [
 
 Entry = dict[str, Any]
 
+# Entries appended since the last statistics that are replayed rather than recounting the path.
+MAX_EXTEND = 256
+
 
 @dataclass(frozen=True)
 class ContextTotals:
@@ -210,13 +213,21 @@ def totals_at(
         hit = totals_cache.get(leaf_id, model_override)
         if hit is not None:
             return hit
+        # Back to the nearest ancestor with known totals (several entries may have been appended
+        # since), then forward one entry at a time.
+        chain: list[Entry] = []
+        known: ContextTotals | None = None
         entry = by_id.get(leaf_id) if leaf_id is not None else None
-        parent = totals_cache.get(entry.get("parentId"), model_override) if entry is not None else None
-        if parent is not None and entry is not None:
-            extended = extend_totals(parent, entry, model_override, cache)
-            if extended is not None:
-                totals_cache.put(extended, model_override)
-                return extended
+        while entry is not None and known is None and len(chain) < MAX_EXTEND:
+            chain.append(entry)
+            parent_id = entry.get("parentId")
+            known = totals_cache.get(parent_id, model_override) if parent_id is not None else None
+            entry = by_id.get(parent_id) if parent_id is not None else None
+        for entry in reversed(chain if known is not None else []):
+            known = extend_totals(known, entry, model_override, cache) if known is not None else None
+        if known is not None:
+            totals_cache.put(known, model_override)
+            return known
     totals = compute_totals(recent_path(), leaf_id, model_override, cache, estimate)
     if totals_cache is not None:
         totals_cache.put(totals, model_override)

@@ -20,6 +20,7 @@ from compactd.compaction.context_totals import TotalsCache
 from compactd.compaction.exact_tokens import ExactTokenCache
 from compactd.compaction.serialize import SerializedTextCache
 from compactd.session import Session
+from compactd.session.context_cache import ContextReportCache
 
 from .busy import BusyError, busy_reason
 
@@ -47,6 +48,8 @@ class SessionHandle:
     token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
     # Token totals of the latest contexts, extended by appends; cleared when entries change in place.
     totals: TotalsCache = field(default_factory=TotalsCache)
+    # session/context reports of the latest leaves, extended by appends; cleared like `totals`.
+    context_cache: ContextReportCache = field(default_factory=ContextReportCache)
     # Serialized history text per entry, reused across dry runs (session/prepareCompaction).
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
 

@@ -223,6 +223,8 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
     given, leaf = _leaf_arg(handle.session, params)
     snap = ls.path_view(handle.session)
 
+    target = leaf if given else snap.leaf_id
+
     def build() -> dict[str, Any]:
         report = context_report(snap, leaf) if given else context_report(snap)  # type: ignore[arg-type]
         if params.include_messages:
@@ -231,7 +233,11 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
                 item["message"] = message
         return report
 
-    return await ls.off_loop(build)
+    if target is None or params.include_messages:
+        return await ls.off_loop(build)
+    # Reports per leaf, extended by appends: one entry's work on the next request.
+    cached = handle.context_cache
+    return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
 
 
 @method("session/tree", s.SessionParams)

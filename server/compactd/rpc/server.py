@@ -151,7 +151,9 @@ class CompactdServer(LanguageServer):
         """session/didChange for entries the client has not heard of yet (or explicit ids)."""
         session = handle.session
         if kind not in ("appended", "leafMoved"):
-            handle.totals.clear()  # entries changed in place (e.g. pruned): running totals are void
+            # Entries changed in place (e.g. pruned): running totals and context reports are void.
+            handle.totals.clear()
+            handle.context_cache.clear()
         new_ids = [e["id"] for e in session.entries[handle.announced:]]
         handle.announced = len(session.entries)
         if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
