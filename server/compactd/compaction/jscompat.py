@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Iterable
 from decimal import Decimal
+from json.encoder import encode_basestring as _encode_json_string  # the C implementation when available
 from typing import Any
 
 __all__ = [
@@ -30,6 +31,7 @@ REPLACEMENT_CHAR = "\ufffd"
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_DIGITS = frozenset("0123456789")
 
 
 def utf16_len(text: str) -> int:
@@ -85,7 +87,7 @@ def js_object_keys(obj: dict[Any, Any]) -> list[Any]:
     index_keys: list[tuple[int, Any]] = []
     other_keys: list[Any] = []
     for key in obj:
-        if isinstance(key, str) and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
+        if isinstance(key, str) and key[:1] in _DIGITS and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
             index_keys.append((int(key), key))
         else:
             other_keys.append(key)
@@ -140,8 +142,6 @@ _JSON_ESCAPES = {
     0x22: '\\"',
     0x5C: "\\\\",
 }
-# Characters JSON.stringify changes: quote, backslash, C0 controls and surrogates (lone ones).
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
 _CONTROL = re.compile(r"[\x00-\x1f]")
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 # A well-formed pair held as two halves stays literal; a lone half is escaped.
@@ -159,10 +159,12 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _quote(text: str) -> str:
-    # str.replace and re.sub run in C: escaping a long tool argument costs no per-character
-    # Python loop. Backslashes first, so the escapes added afterwards are not doubled.
-    if not _NEEDS_ESCAPE.search(text):
-        return '"' + text + '"'
+    # Without surrogates (always so for ASCII text), Python's C JSON string encoder escapes exactly
+    # as JSON.stringify does: the quote, the backslash, \b \t \n \f \r, other C0 controls as
+    # lowercase \u00xx, everything else literal.
+    if text.isascii() or not _SURROGATE.search(text):
+        return _encode_json_string(text)
+    # Lone surrogates: str.replace and re.sub (C), backslashes first so later escapes stay single.
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     if _CONTROL.search(escaped):
         escaped = _CONTROL.sub(_escape_control, escaped)
