@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import functools
-import gc
 import logging
 import os
 import time
@@ -107,9 +106,6 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     if path.is_dir():
         raise RpcError(Code.FILE_ERROR, f"{path} is a directory, not a session file")
     session = await ls.off_loop(functools.partial(Session.open, path, cwd=params.cwd))
-    # A session's entries are millions of small acyclic containers: kept out of the cyclic
-    # collector's sight, a full collection no longer stalls every request for 100+ ms.
-    gc.freeze()
     handle = ls.registry.add(session)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
