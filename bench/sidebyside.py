@@ -64,4 +64,6 @@ def side_by_side(rows: list[dict[str, Any]]) -> str:
             ratio = f"**{rss_ours / rss_pi:.2f}**" if rss_pi and rss_ours is not None else "–"
             lines.append(f"| | peak RSS after open ÷ file size | {ratio} | | "
                          f"{rss_pi if rss_pi is not None else '–'}× | {rss_ours if rss_ours is not None else '–'}× | |")
+    if not any("pi" in impls for steps in table.values() for impls in steps.values()):
+        lines.append("\nPi was not measured (run `python -m bench --peer pi`; needs node ≥ 20 and the npm registry).")
     return "\n".join(lines)
