@@ -60,7 +60,7 @@ def side_by_side(rows: list[dict[str, Any]]) -> str:
             first = False
         rss_pi = steps.get("open", {}).get("pi", {}).get("derived", {}).get("Δrss/size")
         rss_ours = steps.get("rss", {}).get("compactd", {}).get("derived", {}).get("Δrss/size")
-        if rss_pi is not None or rss_ours is not None:
+        if (rss_pi is not None or rss_ours is not None) and (size or 0) >= 1_000_000:  # tiny files: noise
             ratio = f"**{rss_ours / rss_pi:.2f}**" if rss_pi and rss_ours is not None else "–"
             lines.append(f"| | peak RSS after open ÷ file size | {ratio} | | "
                          f"{rss_pi if rss_pi is not None else '–'}× | {rss_ours if rss_ours is not None else '–'}× | |")
