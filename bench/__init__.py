@@ -1,6 +1,9 @@
 """Benchmarks for compactd (not part of the test suite).
 
-Run from the repository root: `python -m bench [--smoke] [--only NAME] [--json OUT]`.
+Run from the repository root: `python -m bench [--smoke] [--only NAME] [--case TEXT] [--json OUT]`;
+`python -m bench --peer pi` measures the real Pi beside compactd (scenario `vs_pi`, see
+`bench/peers.py`) and prints the side-by-side table; `python -m bench.readme FILE` turns a results file
+into the README's Performance tables.
 
 Adding a scenario: create `bench/scenarios/<name>.py` with
 

@@ -1,4 +1,4 @@
-"""`python -m bench [--smoke] [--only NAME ...] [--json OUT] [--repeat N] [--list]`."""
+"""`python -m bench [--smoke] [--only NAME ...] [--peer pi] [--json OUT] [--repeat N] [--list]`."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from bench.harness import (
     load_scenarios,
     run_case,
 )
+from bench.sidebyside import side_by_side
 
 
 def _fmt(v: float) -> str:
@@ -52,6 +53,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--repeat", type=int, default=None, metavar="N", help="repetitions per case (default 5; smoke 3)")
     p.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help="where generated inputs are cached")
     p.add_argument("--list", action="store_true", help="list scenarios and exit")
+    p.add_argument("--case", action="append", metavar="TEXT", help="run only cases whose label contains TEXT (repeatable)")
+    p.add_argument("--peer", choices=("pi",), help="measure the real Pi beside compactd (scenario vs_pi; "
+                   "installs the pinned Pi from npm into bench/peer/pi on first use)")
     p.add_argument("--child", nargs=2, metavar=("SCENARIO", "CASE"), help=argparse.SUPPRESS)
     p.add_argument("--stamp", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -64,23 +68,32 @@ def main(argv: list[str] | None = None) -> int:
         for s in SCENARIOS.values():
             print(f"{s.name:20} {s.description}")
         return 0
-    names = args.only or list(SCENARIOS)
+    # --peer alone means the side-by-side scenario; other scenarios only when asked for.
+    names = args.only or (["vs_pi"] if args.peer else list(SCENARIOS))
     unknown = [n for n in names if n not in SCENARIOS]
     if unknown:
         p.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
 
-    ctx = Context(smoke=args.smoke, repeats=args.repeat or (3 if args.smoke else 5), data_dir=args.data_dir)
+    ctx = Context(smoke=args.smoke, repeats=args.repeat or (3 if args.smoke else 5), data_dir=args.data_dir,
+                  peer=args.peer)
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for name in names:
         for case in SCENARIOS[name].func(ctx):
+            if args.case and not any(text in case.label for text in args.case):
+                continue
             print(f"… {name}: {case.label}", file=sys.stderr, flush=True)
             rows.append(run_case(name, case, ctx))
     print_table(rows)
+    compared = side_by_side(rows)
+    if compared:
+        print("\n" + compared)
 
-    out = {"meta": {**environment(), "smoke": args.smoke, "repeats": ctx.repeats,
+    out = {"meta": {**environment(), "smoke": args.smoke, "repeats": ctx.repeats, "peer": args.peer,
                     "elapsed_s": round(time.perf_counter() - started, 3)},
            "results": rows}
+    if compared:
+        out["sideBySide"] = compared
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(out, indent=2) + "\n", encoding="utf-8")
     print(f"\nwrote {args.json}")

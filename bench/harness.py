@@ -87,6 +87,7 @@ class Context:
     repeats: int = 5
     data_dir: Path = DEFAULT_DATA_DIR
     stamp: str | None = None  # generator version in cached file names; computed on first use
+    peer: str | None = None  # "pi": measure the real Pi beside compactd (`--peer pi`)
 
     def sizes(self) -> tuple[tuple[str, int], ...]:
         return SMOKE_SIZES if self.smoke else SIZES
@@ -105,20 +106,22 @@ class Context:
             tmp.replace(path)
         return path
 
-    def entries_session(self, entries: int, *, seed: int = DATA_SEED) -> Path:
+    def entries_session(self, entries: int, *, seed: int = DATA_SEED, compactions: bool = True) -> Path:
         """A generated session of exactly `entries` entries (plus the header), cached: a long
-        working session with tool outputs capped at 1,500 characters (~1.1 KB per entry)."""
+        working session with tool outputs capped at 1,500 characters (~1.1 KB per entry).
+        `compactions=False`: one long uncompacted path (what a 1M-token model produces)."""
         import itertools
 
         from compactd.samples.generate import _generate, _Knobs
 
         if self.stamp is None:
             self.stamp = _generator_stamp()
-        path = self.data_dir / f"entries-{entries}-s{seed}-{self.stamp}.jsonl"
+        kind = "" if compactions else "-uncompacted"
+        path = self.data_dir / f"entries-{entries}{kind}-s{seed}-{self.stamp}.jsonl"
         if not path.exists():
             self.data_dir.mkdir(parents=True, exist_ok=True)
             lines = _generate(knobs=_Knobs(result_cap=1500), seed=seed, target_bytes=None, turns=10**9,
-                              branches=True, compactions=True, split_turns=True, cwd="/home/dev/project",
+                              branches=True, compactions=compactions, split_turns=True, cwd="/home/dev/project",
                               session_id=None)
             tmp = path.with_suffix(".tmp")
             with tmp.open("w", encoding="utf-8", newline="\n") as fh:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
+
+import orjson
 import os
 import subprocess
 import sys
@@ -48,7 +50,7 @@ class Daemon:
                 if name.lower() == "content-length":
                     length = int(value.strip())
             assert length is not None
-            message = json.loads(out.read(length))
+            message = orjson.loads(out.read(length))
             now = time.perf_counter()
             if "method" in message and "id" in message:
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})
@@ -75,6 +77,12 @@ class Daemon:
             self._done[msg_id] = threading.Event()
         self._send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
         return msg_id
+
+    def answered(self, msg_id: int) -> bool:
+        """True once the response to request `msg_id` has arrived."""
+        with self._lock:
+            event = self._done.get(msg_id)
+        return event is None or event.is_set()
 
     def wait(self, msg_id: int, timeout: float = 60) -> dict[str, Any]:
         """The response message (with `_at`, the perf_counter time it was read)."""

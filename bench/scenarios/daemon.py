@@ -192,3 +192,40 @@ def daemon_token_stats(ctx: Context) -> Iterator[Case]:
 
     yield Case(f"tokenStats after append, {count // 1000}k entries", measure, unit="ms", sampled=True,
                extra={"entries": count, "note": "includes the handler's snapshot of the session and JSON-RPC"})
+
+
+@scenario("daemon_first_count", description="other requests while the first session/tokenStats of a long uncompacted session counts it exactly (ms)")
+def daemon_first_count(ctx: Context) -> Iterator[Case]:
+    count = ctx.entry_count()
+    source = ctx.entries_session(count, compactions=False)
+    measured: dict[str, list[float]] = {}
+
+    def measure() -> None:
+        with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
+            root = Path(tmp)
+            (root / "agent").mkdir()
+            copy = root / "long.jsonl"
+            copy.write_bytes(source.read_bytes())
+            with Daemon(env={"PI_CODING_AGENT_DIR": str(root / "agent")}, cwd=root) as daemon:
+                daemon.initialize({"settings": {"compaction": {"enabled": False}}})
+                session_id = daemon.call("session/open", {"path": str(copy)}, timeout=600)["sessionId"]
+                entry_id = daemon.call("session/context", {"sessionId": session_id})["leafId"]
+                _round_trips(daemon, session_id, entry_id, 20, 0)  # warm up
+                t0 = time.perf_counter()
+                stats = daemon.start("session/tokenStats", {"sessionId": session_id})
+                latencies: list[float] = []
+                while not daemon.answered(stats):
+                    latencies += _round_trips(daemon, session_id, entry_id, 1, 0)
+                daemon.wait(stats, timeout=600)
+                measured["first"] = [time.perf_counter() - t0]
+                measured["others"] = latencies or [0.0]
+
+    def samples(key: str) -> list[float]:
+        if not measured:
+            measure()
+        return measured[key]
+
+    note = {"entries": count, "note": "uncompacted: the context is the whole path"}
+    yield Case(f"first tokenStats, {count // 1000}k entries", lambda: samples("first"), unit="ms", sampled=True, extra=note)
+    yield Case("session/entry while it counts", lambda: samples("others"), unit="ms", sampled=True, extra=note,
+               after=lambda r: r["derived"].update(max=max(r["samples"])))

@@ -6,6 +6,7 @@ import argparse
 
 from compactd.compaction.reports import preparation_json, run_prepare
 from compactd.session import SessionError
+from compactd.session.tree import path_to
 
 from ._common import (
     CliError,
@@ -43,7 +44,8 @@ def _run(args: argparse.Namespace) -> int:
         print(f"nothing to compact: {prep.message}")
         return 0
     report = preparation_json(prep)
-    print(f"first kept entry   {report['firstKeptEntryId']} (path index {prep.first_kept_entry_index})")
+    depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
+    print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")
     split = f"yes, turn starts at {report['turnStartEntryId']}" if prep.is_split_turn else "no"
     print(f"split turn         {split}")
     print(f"to summarize       {len(prep.messages_to_summarize)} messages"

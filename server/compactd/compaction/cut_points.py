@@ -87,6 +87,16 @@ def find_valid_cut_points(entries: Sequence[Item], start_index: int, end_index: 
     return [i for i in range(start_index, end_index) if is_valid_cut_point(entries[i])]
 
 
+def _first_cut_point(entries: Sequence[Item], start_index: int, end_index: int) -> int:
+    """The oldest valid cut point in `[start, end)`, or -1."""
+    return next((i for i in range(start_index, end_index) if is_valid_cut_point(entries[i])), -1)
+
+
+def _last_cut_point(entries: Sequence[Item], start_index: int, end_index: int) -> int:
+    """The newest valid cut point in `[start, end)`, or -1."""
+    return next((i for i in range(end_index - 1, start_index - 1, -1) if is_valid_cut_point(entries[i])), -1)
+
+
 def find_turn_start_index(entries: Sequence[Item], entry_index: int, start_index: int) -> int:
     """P-6: the nearest turn start at or before `entry_index` (not before `start_index`), or -1."""
     for i in range(entry_index, start_index - 1, -1):
@@ -138,11 +148,9 @@ def find_cut_point(
     `newest_cut_fallback` (D-14, our default) we cut at the newest valid cut point instead, so the
     older history can still be summarized while the tool call stays with its result.
     """
-    cut_points = find_valid_cut_points(entries, start_index, end_index)
-    if not cut_points:
-        return CutPointResult(start_index, -1, False)
-
-    cut_index = cut_points[0]  # P-8: keep everything by default
+    # Cut points are found lazily around where the budget walk stops: the walk only visits the
+    # newest ~keep_recent_tokens, so a long uncompacted path is not classified entry by entry.
+    cut_index = -1
     crossed = False
     accumulated = 0
     for i in range(end_index - 1, start_index - 1, -1):
@@ -152,12 +160,16 @@ def find_cut_point(
         accumulated += tokens
         if accumulated >= keep_recent_tokens:
             crossed = True
-            at_or_after = next((c for c in cut_points if c >= i), None)
-            if at_or_after is not None:
+            at_or_after = _first_cut_point(entries, i, end_index)
+            if at_or_after >= 0:
                 cut_index = at_or_after
             elif newest_cut_fallback:
-                cut_index = cut_points[-1]
+                cut_index = _last_cut_point(entries, start_index, i)
             break
+    if cut_index < 0:
+        cut_index = _first_cut_point(entries, start_index, end_index)  # P-8: keep everything
+        if cut_index < 0:
+            return CutPointResult(start_index, -1, False)  # no valid cut point at all
 
     if crossed and _recovery_omission_suffix(entries[cut_index + 1 : end_index]):
         cut_index += 1  # Q16-39

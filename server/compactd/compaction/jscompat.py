@@ -12,6 +12,7 @@ import math
 import re
 from collections.abc import Iterable
 from decimal import Decimal
+from json.encoder import encode_basestring as _encode_json_string  # the C implementation when available
 from typing import Any
 
 __all__ = [
@@ -30,6 +31,7 @@ REPLACEMENT_CHAR = "\ufffd"
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_DIGITS = frozenset("0123456789")
 
 
 def utf16_len(text: str) -> int:
@@ -85,7 +87,7 @@ def js_object_keys(obj: dict[Any, Any]) -> list[Any]:
     index_keys: list[tuple[int, Any]] = []
     other_keys: list[Any] = []
     for key in obj:
-        if isinstance(key, str) and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
+        if isinstance(key, str) and key[:1] in _DIGITS and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
             index_keys.append((int(key), key))
         else:
             other_keys.append(key)
@@ -140,39 +142,43 @@ _JSON_ESCAPES = {
     0x22: '\\"',
     0x5C: "\\\\",
 }
-# Characters JSON.stringify changes: quote, backslash, C0 controls and surrogates (lone ones).
-_NEEDS_ESCAPE = re.compile(r'["\\\x00-\x1f\ud800-\udfff]')
+_CONTROL = re.compile(r"[\x00-\x1f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+# A well-formed pair held as two halves stays literal; a lone half is escaped.
+_SURROGATE_OR_PAIR = re.compile(r"[\ud800-\udbff][\udc00-\udfff]|[\ud800-\udfff]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return _JSON_ESCAPES.get(code, f"\\u{code:04x}")
+
+
+def _escape_surrogate(match: re.Match[str]) -> str:
+    text = match.group()
+    return text if len(text) == 2 else f"\\u{ord(text):04x}"
 
 
 def _quote(text: str) -> str:
-    if not _NEEDS_ESCAPE.search(text):
-        return '"' + text + '"'
-    out: list[str] = ['"']
-    length = len(text)
-    i = 0
-    while i < length:
-        ch = text[i]
-        code = ord(ch)
-        if code in _JSON_ESCAPES:
-            out.append(_JSON_ESCAPES[code])
-        elif code < 0x20:
-            out.append(f"\\u{code:04x}")
-        elif 0xD800 <= code <= 0xDBFF and i + 1 < length and 0xDC00 <= ord(text[i + 1]) <= 0xDFFF:
-            out.append(text[i : i + 2])  # a well-formed pair held as two halves stays literal
-            i += 1
-        elif 0xD800 <= code <= 0xDFFF:
-            out.append(f"\\u{code:04x}")  # well-formed JSON.stringify escapes lone surrogates
-        else:
-            out.append(ch)
-        i += 1
-    out.append('"')
-    return "".join(out)
+    # Without surrogates (always so for ASCII text), Python's C JSON string encoder escapes exactly
+    # as JSON.stringify does: the quote, the backslash, \b \t \n \f \r, other C0 controls as
+    # lowercase \u00xx, everything else literal.
+    if text.isascii() or not _SURROGATE.search(text):
+        return _encode_json_string(text)
+    # Lone surrogates: str.replace and re.sub (C), backslashes first so later escapes stay single.
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    if _CONTROL.search(escaped):
+        escaped = _CONTROL.sub(_escape_control, escaped)
+    if _SURROGATE.search(escaped):
+        escaped = _SURROGATE_OR_PAIR.sub(_escape_surrogate, escaped)
+    return '"' + escaped + '"'
 
 
 def js_json_stringify(value: Any) -> str:
     """`JSON.stringify(value)` for JSON-shaped Python data (E-4): compact, JavaScript key order,
     JavaScript escaping (no ASCII escaping; U+2028/U+2029 literal; lone surrogates escaped) and
     JavaScript number formatting (`1.0` → `1`, `1e21` → `1e+21`). Non-finite numbers become `null`."""
+    if type(value) is str:  # the common case first: tool arguments are mostly strings
+        return _quote(value)
     if value is None:
         return "null"
     if value is True:

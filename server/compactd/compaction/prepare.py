@@ -19,7 +19,7 @@ from compactd.session.context import ProjectedEntry, project_path, replay_system
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
-from .serialize import serialize_messages
+from .serialize import SerializedTextCache, serialize_sourced
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from .tokens import ContextUsageEstimate, estimate_context_tokens, estimate_tokens, sum_estimates
 
@@ -98,6 +98,8 @@ class CompactionPreparation:
     file_ops: FileOperations
     settings: CompactionSettings
     cut: CutPointResult = field(repr=False)
+    # Serialized text per entry, kept across requests by the caller (None: serialize afresh).
+    text_cache: SerializedTextCache | None = field(default=None, repr=False, compare=False)
 
     def __bool__(self) -> bool:
         return True
@@ -122,14 +124,14 @@ class CompactionPreparation:
     @cached_property
     def conversation_text(self) -> str:
         """The exact text placed between `<conversation>` tags of the history prompt (S-3/S-4)."""
-        return escape_wrapped(serialize_messages(messages_of(self.messages_to_summarize)))
+        return serialize_sourced(self.messages_to_summarize, self.text_cache, escape=escape_wrapped)
 
     @cached_property
     def turn_prefix_text(self) -> str | None:
         """The same for the turn-prefix prompt; None unless the turn is split."""
         if not self.is_split_turn:
             return None
-        return escape_wrapped(serialize_messages(messages_of(self.turn_prefix_messages)))
+        return serialize_sourced(self.turn_prefix_messages, self.text_cache, escape=escape_wrapped)
 
 
 def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
@@ -175,6 +177,7 @@ def prepare_compaction(
     settings: CompactionSettings = DEFAULT_COMPACTION_SETTINGS,
     *,
     newest_cut_fallback: bool = True,
+    text_cache: SerializedTextCache | None = None,
 ) -> CompactionPreparation | NotPrepared:
     """R-1..R-15 over a root-first path (normally `session.get_branch()`), run on the path's
     projection (Q16-37): context edits applied, kept-range system messages gone. Indexes in the
@@ -221,10 +224,9 @@ def prepare_compaction(
     ops = FileOperations()
     if previous is not None:
         seed_from_details(previous, ops)
-    for item in to_summarize:
-        extract_file_ops_from_message(item.message, ops)
-    for item in prefix:
-        extract_file_ops_from_message(item.message, ops)
+    for item in (*to_summarize, *prefix):
+        if item.message.get("role") == "assistant":  # O-2: only assistant tool calls count
+            extract_file_ops_from_message(item.message, ops)
 
     turn_start = projected[cut.turn_start_index].entry if cut.is_split_turn else None
     boundary = projected[window_start].entry if window_start < len(projected) else None
@@ -244,4 +246,5 @@ def prepare_compaction(
         file_ops=ops,
         settings=settings,
         cut=cut,
+        text_cache=text_cache,
     )

@@ -17,20 +17,23 @@ from .branch import (
     collect_entries_for_branch_summary,
     prepare_branch_entries,
 )
-from .exact_tokens import ExactTokenCache, count_context_exact, count_entry_messages, get_counter
+from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
+from .exact_tokens import ExactTokenCache, count_entry_messages
 from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
+from .serialize import SerializedTextCache
 from .settings import (
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
     CompactionSettings,
 )
-from .tokens import calculate_context_tokens, estimate_tokens, has_valid_usage, should_compact
+from .tokens import estimate_tokens, should_compact
 
 __all__ = [
     "SessionLike",
     "branch_report",
+    "context_totals",
     "path_for",
     "preparation_json",
     "prepare_report",
@@ -81,7 +84,8 @@ def run_prepare(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
     )
-    return prepare_compaction(path_for(session, leaf_id), settings)
+    # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
+    return prepare_compaction(recent_path_for(session, leaf_id), settings)
 
 
 def preparation_json(prep: CompactionPreparation) -> dict[str, Any]:
@@ -106,15 +110,17 @@ def prepare_report(
     leaf_id: str | None = None,
     keep_recent_tokens: int | None = None,
     reserve_tokens: int | None = None,
+    text_cache: SerializedTextCache | None = None,
 ) -> dict[str, Any] | None:
-    """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted."""
+    """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
+    `text_cache` (the daemon's, per session) saves serializing the same history again."""
     settings = CompactionSettings(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
     )
     # Preparation never looks before the previous compaction's first kept entry: the recent tail
     # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
-    prep = prepare_compaction(recent_path_for(session, leaf_id), settings)
+    prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
     return preparation_json(prep) if prep else None
 
 
@@ -146,6 +152,22 @@ def branch_report(
     }
 
 
+def context_totals(
+    session: SessionLike,
+    leaf_id: str | None = None,
+    model: str | None = None,
+    cache: ExactTokenCache | None = None,
+    totals: TotalsCache | None = None,
+) -> ContextTotals:
+    """The running totals behind `stats_report` (see `context_totals`): with a `totals` cache, one
+    entry's work after an append whatever the length of the path."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    leaf = leaf_id if leaf_id is not None else session.leaf_id
+    return totals_at(session.by_id, leaf, lambda: recent_path_for(session, leaf_id), model, cache, totals,
+                     estimate=lambda messages, ids: _message_estimates(messages, ids, cache))
+
+
 def stats_report(
     session: SessionLike,
     leaf_id: str | None = None,
@@ -154,48 +176,45 @@ def stats_report(
     model: str | None = None,
     per_entry: bool = False,
     cache: ExactTokenCache | None = None,
+    totals: TotalsCache | None = None,
 ) -> dict[str, Any]:
     """`compactd stats --json` / `session/tokenStats`.
 
     `contextTokens` etc. are K-7 over the context messages; `estimatedTokens` is the plain chars/4
     sum over them; `exactTokens` the tiktoken count (encoding from `model`, else the context's
-    model). `perEntry` lists every `message` entry of the file in file order."""
-    path = recent_path_for(session, leaf_id)
-    ctx = context_from_path(path, path[-1]["id"] if path else None)
-    if model is None and ctx.model is not None:
-        model = ctx.model.get("modelId")
-    counter = get_counter(model)
+    model). `perEntry` lists every `message` entry of the file in file order. `totals` (kept by
+    the caller, cleared when entries change in place) makes the answer after an append cost one
+    entry."""
+    t = context_totals(session, leaf_id, model, cache, totals)
     window = DEFAULT_CONTEXT_WINDOW if context_window is None else context_window
     reserve = DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens
     settings = CompactionSettings(reserve_tokens=reserve)
-    estimates = _message_estimates(ctx.messages, ctx.entry_ids, cache)
-    estimated = sum(estimates)
-    stale = _usage_stale(path)
-    if stale:
+    if t.stale:
         # M-37: usage from before the latest compaction describes a context that no longer
         # exists; until the next answer the estimate of the current messages is the best figure.
-        tokens: int | float = estimated
+        tokens: int | float = t.estimated
         usage_tokens: int | float = 0
-        trailing, last_usage = estimated, None
+        trailing, last_usage = t.estimated, None
     else:
-        tokens, usage_tokens, trailing, last_usage = _usage_estimate(ctx.messages, estimates)
+        tokens, usage_tokens, trailing, last_usage = t.usage_tokens + t.trailing, t.usage_tokens, t.trailing, t.usage_index
     report: dict[str, Any] = {
         "contextTokens": tokens,
         "usageTokens": usage_tokens,
         "trailingTokens": trailing,
         "lastUsageIndex": last_usage,
-        "estimatedTokens": estimated,
-        "exactTokens": count_context_exact(ctx.messages, ctx.entry_ids, counter, cache),
-        "encoding": counter.name,
-        "exact": counter.exact,
+        "estimatedTokens": t.estimated,
+        "exactTokens": t.exact,
+        "encoding": t.encoding,
+        "exact": t.encoding_exact,
         "contextWindow": window,
         "reserveTokens": reserve,
         "threshold": window - reserve,
         "shouldCompact": should_compact(tokens, window, settings),
         "percent": round(tokens / window * 100, 1) if window > 0 else None,
-        "usageStale": stale,
+        "usageStale": t.stale,
     }
     if per_entry:
+        counter = counter_for(model, t.model)
         rows: list[dict[str, Any]] = []
         for entry in session.entries:
             if entry.get("type") != "message":
@@ -232,31 +251,6 @@ def _message_estimates(
             cache.put_estimate(key, stamp, value)
         out.append(value)
     return out
-
-
-def _usage_estimate(messages: Sequence[dict[str, Any]], estimates: Sequence[int]) -> tuple[Any, Any, int, int | None]:
-    """K-7 (`estimate_context_tokens`) from precomputed per-message estimates:
-    (tokens, usage tokens, trailing estimate, index of the usage message)."""
-    for index in range(len(messages) - 1, -1, -1):
-        if has_valid_usage(messages[index]):
-            usage_tokens = calculate_context_tokens(messages[index]["usage"])
-            trailing = sum(estimates[index + 1 :])
-            return usage_tokens + trailing, usage_tokens, trailing, index
-    total = sum(estimates)
-    return total, 0, total, None
-
-
-def _usage_stale(path: Sequence[Entry]) -> bool:
-    """M-37: the path has a compaction and no assistant message with valid usage after it."""
-    for entry in reversed(path):
-        entry_type = entry.get("type")
-        if entry_type == "compaction":
-            return True
-        if entry_type == "message":
-            message = entry.get("message")
-            if isinstance(message, dict) and has_valid_usage(message):
-                return False
-    return False
 
 
 def prune_report(

@@ -6,10 +6,10 @@ than 2000 UTF-16 code units are cut (D-12); user and assistant text never is.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from compactd.session.context import convert_to_llm
+from compactd.session.context import convert_message, convert_to_llm
 
 from .jscompat import js_json_stringify, js_object_keys, js_template_value, utf16_len, utf16_slice
 
@@ -18,6 +18,9 @@ __all__ = [
     "truncate_for_summary",
     "serialize_conversation",
     "serialize_messages",
+    "message_text",
+    "SerializedTextCache",
+    "serialize_sourced",
 ]
 
 TOOL_RESULT_MAX_CHARS = 2000
@@ -91,29 +94,89 @@ def _assistant_parts(content: Any) -> list[str]:
     return parts
 
 
+def _message_parts(message: Mapping[str, Any]) -> list[str]:
+    """Z-1..Z-5: the role blocks one `convertToLlm` message contributes (none, one, or up to three
+    for an assistant message)."""
+    role = message.get("role")
+    if role == "user":
+        text = _joined_text_blocks(message.get("content"))
+        return [f"[User]: {text}"] if text else []
+    if role == "assistant":
+        return _assistant_parts(message.get("content"))
+    if role == "toolResult":
+        text = _joined_text_blocks(message.get("content"))
+        return [f"[Tool result]: {truncate_for_summary(text)}"] if text else []
+    if role == "developer":
+        content = message.get("content")
+        text = content if isinstance(content, str) else _joined_text_blocks(content)
+        return [f"[Developer]: {text}"] if text else []
+    return []
+
+
 def serialize_conversation(messages: Iterable[Mapping[str, Any]]) -> str:
     """Z-1..Z-6: one part per role block, parts joined by a blank line, no trailing newline."""
     parts: list[str] = []
     for message in messages:
-        role = message.get("role")
-        if role == "user":
-            text = _joined_text_blocks(message.get("content"))
-            if text:
-                parts.append(f"[User]: {text}")
-        elif role == "assistant":
-            parts.extend(_assistant_parts(message.get("content")))
-        elif role == "toolResult":
-            text = _joined_text_blocks(message.get("content"))
-            if text:
-                parts.append(f"[Tool result]: {truncate_for_summary(text)}")
-        elif role == "developer":
-            content = message.get("content")
-            text = content if isinstance(content, str) else _joined_text_blocks(content)
-            if text:
-                parts.append(f"[Developer]: {text}")
+        parts.extend(_message_parts(message))
     return "\n\n".join(parts)
 
 
 def serialize_messages(messages: Iterable[Mapping[str, Any]]) -> str:
     """S-3: agent messages → `convertToLlm` → `serializeConversation`."""
     return serialize_conversation(convert_to_llm(list(messages)))  # type: ignore[arg-type]
+
+
+def message_text(message: Mapping[str, Any]) -> str:
+    """One agent message's share of `serialize_messages`: its parts joined by a blank line, ""
+    when it contributes none. Joining the non-empty shares by a blank line gives the whole text
+    (no part is ever empty)."""
+    converted = convert_message(message)  # type: ignore[arg-type]
+    return "\n\n".join(_message_parts(converted)) if converted is not None else ""
+
+
+class SerializedTextCache:
+    """`message_text` per entry (after `escape`), kept by a caller across requests (the daemon
+    keeps one per open session), so a dry run on a long uncompacted path only serializes what is
+    new.
+
+    A hit requires the very message object that was serialized: messages of stored entries are
+    never changed in place (pruning replaces the message), so a replaced message is a miss."""
+
+    def __init__(self) -> None:
+        self._texts: dict[tuple[str, Callable[[str], str] | None], tuple[Mapping[str, Any], str]] = {}
+
+    def text(self, entry_id: str, message: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> str:
+        key = (entry_id, escape)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        text = message_text(message)
+        if escape is not None:
+            text = escape(text)
+        self._texts[key] = (message, text)
+        return text
+
+    def clear(self) -> None:
+        self._texts.clear()
+
+    def __len__(self) -> int:
+        return len(self._texts)
+
+
+def serialize_sourced(
+    items: Iterable[tuple[str, Mapping[str, Any]]],
+    cache: SerializedTextCache | None = None,
+    escape: Callable[[str], str] | None = None,
+) -> str:
+    """`serialize_messages` of (entry id, agent message) pairs, through `cache` when given.
+
+    `escape` is applied to each message's text: the same as escaping the whole text when no match
+    of it spans the blank line between two messages (true of `escape_wrapped`: every part
+    starts with "[")."""
+    if cache is not None:
+        texts = (cache.text(entry_id, message, escape) for entry_id, message in items)
+    elif escape is not None:
+        texts = (escape(message_text(message)) for _, message in items)
+    else:
+        texts = (message_text(message) for _, message in items)
+    return "\n\n".join(text for text in texts if text)

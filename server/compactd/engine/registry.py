@@ -16,8 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compactd.compaction.context_totals import TotalsCache
 from compactd.compaction.exact_tokens import ExactTokenCache
+from compactd.compaction.serialize import SerializedTextCache
 from compactd.session import Session
+from compactd.session.context_cache import ContextReportCache
 
 from .busy import BusyError, busy_reason
 
@@ -45,6 +48,12 @@ class SessionHandle:
     generation: int = 0
     # Exact (tiktoken) counts per entry, reused across token-stat requests.
     token_cache: ExactTokenCache = field(default_factory=ExactTokenCache)
+    # Token totals of the latest contexts, extended by appends; cleared when entries change in place.
+    totals: TotalsCache = field(default_factory=TotalsCache)
+    # session/context reports of the latest leaves, extended by appends; cleared like `totals`.
+    context_cache: ContextReportCache = field(default_factory=ContextReportCache)
+    # Serialized history text per entry, reused across dry runs (session/prepareCompaction).
+    text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)

@@ -14,7 +14,6 @@ import time
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from lsprotocol import types
@@ -222,17 +221,23 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
     handle = ls.registry.get(params.session_id)
     await resync(ls, handle)
     given, leaf = _leaf_arg(handle.session, params)
-    snap = ls.snapshot(handle.session)
+    snap = ls.path_view(handle.session)
+
+    target = leaf if given else snap.leaf_id
 
     def build() -> dict[str, Any]:
-        report = context_report(snap, leaf) if given else context_report(snap)
+        report = context_report(snap, leaf) if given else context_report(snap)  # type: ignore[arg-type]
         if params.include_messages:
             ctx = build_session_context(snap.entries, report["leafId"], snap.by_id)
             for item, message in zip(report["messages"], ctx.messages):
                 item["message"] = message
         return report
 
-    return await ls.off_loop(build)
+    if target is None or params.include_messages:
+        return await ls.off_loop(build)
+    # Reports per leaf, extended by appends: one entry's work on the next request.
+    cached = handle.context_cache
+    return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
 
 
 @method("session/tree", s.SessionParams)
@@ -252,17 +257,6 @@ async def session_entry(ls: CompactdServer, params: s.EntryParams) -> dict[str, 
     return {"entry": entry, "label": session.get_label(params.entry_id)}
 
 
-def _model_id(path: list[dict[str, Any]]) -> str | None:
-    """The model the context at the end of `path` uses (latest model change or assistant answer)."""
-    for entry in reversed(path):
-        if entry.get("type") == "model_change" and isinstance(entry.get("modelId"), str):
-            return str(entry["modelId"])
-        message = entry.get("message") if entry.get("type") == "message" else None
-        if isinstance(message, dict) and message.get("role") == "assistant" and isinstance(message.get("model"), str):
-            return str(message["model"])
-    return None
-
-
 @method("session/tokenStats", s.TokenStatsParams)
 async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
@@ -272,16 +266,17 @@ async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) ->
     # No copy of the entries (it would cost more than the answer on long sessions): the worker
     # only follows parent links back from the leaf captured here, appends on the loop only add
     # to `by_id`, and each dict lookup is atomic.
-    session = handle.session
-    snap = SimpleNamespace(entries=session.entries, by_id=session.by_id, leaf_id=session.leaf_id)
+    snap = ls.path_view(handle.session)
     auto = ensure_auto(handle)
 
     def build() -> dict[str, Any]:
+        # Running totals per leaf: after an append only the new entry is counted.
+        totals = reports.context_totals(snap, leaf, cache=handle.token_cache, totals=handle.totals)
         # The window automatic compaction uses: the context's model, looked up by name.
-        model = _model_id(reports.recent_path_for(snap, leaf))
+        model = totals.window_model
         window = auto.context_window or (context_window_for_model(model) if model else settings.context_window)
-        return reports.stats_report(snap, leaf, context_window=window,
-                                    reserve_tokens=settings.compaction.reserve_tokens, cache=handle.token_cache)
+        return reports.stats_report(snap, leaf, context_window=window, reserve_tokens=settings.compaction.reserve_tokens,
+                                    cache=handle.token_cache, totals=handle.totals)
 
     return await ls.off_loop(build)
 
@@ -294,8 +289,8 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     compaction = ls.settings_for(handle.session).compaction
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
-    snap = ls.snapshot(handle.session)
-    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve))
+    snap = ls.path_view(handle.session)
+    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache))
 
 
 # --- summarizations -------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import asyncio
 import logging
 import os
 import sys
+import threading
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, BinaryIO, TypeVar
@@ -21,6 +22,7 @@ from pygls.io_ import StdoutWriter
 from pygls.lsp.server import LanguageServer
 
 from compactd import __version__
+from compactd.compaction.exact_tokens import preload_counter
 from compactd.engine.registry import SessionHandle, SessionRegistry
 from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
 from compactd.session import Session, SessionView
@@ -36,6 +38,16 @@ from .watchdog import watch_process
 
 log = logging.getLogger("compactd.rpc")
 T = TypeVar("T")
+SWITCH_INTERVAL = 0.0005  # seconds (see serve_stdio)
+
+
+@dataclass(frozen=True)
+class PathView:
+    """A read-only view of a session for walks from one leaf (see `CompactdServer.path_view`)."""
+
+    entries: list[dict[str, Any]]
+    by_id: dict[str, dict[str, Any]]
+    leaf_id: str | None
 
 # Filled by handlers.py when it registers each method (the contract of architecture.md).
 METHODS: list[str] = []
@@ -140,6 +152,11 @@ class CompactdServer(LanguageServer):
         """session/didChange for entries the client has not heard of yet (or explicit ids). A file
         reloaded since the last announcement is announced first as `reloaded`."""
         session = handle.session
+        if kind not in ("appended", "leafMoved") or handle.generation != session.generation:
+            # Entries changed in place (pruned, or the file reloaded): running totals and context
+            # reports are void.
+            handle.totals.clear()
+            handle.context_cache.clear()
         if handle.generation != session.generation:
             handle.generation = session.generation
             handle.announced = len(session.entries)
@@ -244,6 +261,13 @@ class CompactdServer(LanguageServer):
         return session.snapshot()
 
     @staticmethod
+    def path_view(session: Session) -> PathView:
+        """What a worker needs to walk back from the leaf (context, dry runs, statistics), without
+        copying the session: the leaf is captured now, and appends on the loop only add to
+        `entries` and `by_id`, so every parent link the worker follows stays as it was."""
+        return PathView(session.entries, session.by_id, session.leaf_id)
+
+    @staticmethod
     async def off_loop(fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
 
@@ -261,6 +285,10 @@ class CompactdServer(LanguageServer):
         sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
         self.protocol.set_writer(StdoutWriter(out))
         self.protocol.experimental = self.experimental_capabilities()
+        # CPU-bound workers (counting, dry runs on long sessions) hold the GIL for up to the switch
+        # interval each time the loop or the stdin reader wants it back; 5 ms by default, paid
+        # several times per request. 0.5 ms keeps small requests responsive meanwhile.
+        sys.setswitchinterval(SWITCH_INTERVAL)
         try:
             asyncio.run(self._serve(stdin_fd_reader, client_pid))
         except BrokenPipeError:
@@ -291,6 +319,9 @@ class CompactdServer(LanguageServer):
 
         watcher = (watch_process(client_pid, lambda: loop.call_soon_threadsafe(on_client_gone))
                    if client_pid is not None else None)
+        # Loading the tokenizer takes ~1 s, ~0.1 s of it holding the GIL: do it now, while the
+        # client is still starting, rather than in the middle of the first token statistics.
+        threading.Thread(target=preload_counter, name="compactd-preload", daemon=True).start()
         await self._stop.wait()
         if watcher is not None:
             watcher.set()

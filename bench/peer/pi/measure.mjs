@@ -1,0 +1,83 @@
+// The real Pi's session code timed on one session file, for compactd's side-by-side benchmark.
+//
+//   node measure.mjs FILE REPEATS
+//
+// Prints one JSON object: milliseconds per repetition for each step, and Pi's peak RSS after one
+// open. Steps (what Pi itself does for them):
+//   open      SessionManager.open(file)                    load, migrate, index
+//   context   sessionManager.buildSessionContext()          the messages the model sees
+//   prepare   prepareCompaction(getBranch(), settings)      what a compaction would summarize
+//   prepareText  prepare + convertToLlm + serializeConversation of the messages to summarize
+//             (and of the turn prefix when the turn is split): the text the summarizer is sent,
+//             i.e. the same work compactd's prepareCompaction answer carries.
+// The file must be a copy: opening a v1/v2 file makes Pi rewrite it as v3.
+
+import { performance } from "node:perf_hooks";
+import { resourceUsage } from "node:process";
+
+const base = "./node_modules/@mariozechner/pi-coding-agent/dist/core";
+const { SessionManager } = await import(`${base}/session-manager.js`);
+const { prepareCompaction, DEFAULT_COMPACTION_SETTINGS } = await import(`${base}/compaction/compaction.js`);
+const { serializeConversation } = await import(`${base}/compaction/utils.js`);
+const { convertToLlm } = await import(`${base}/messages.js`);
+
+const [file, repeatsArg] = process.argv.slice(2);
+const repeats = Number(repeatsArg ?? 5);
+
+function timed(fn) {
+  const t0 = performance.now();
+  const value = fn();
+  return [performance.now() - t0, value];
+}
+
+// At least `repeats` runs; fast steps run until 0.3 s have passed (at most 10 × repeats), so a
+// sub-millisecond median is not one noisy sample.
+function samples(fn) {
+  fn(); // warm-up, untimed (JIT, file cache)
+  const out = [];
+  let spent = 0;
+  while (out.length < repeats || (spent < 300 && out.length < 10 * repeats)) {
+    const [ms] = timed(fn);
+    out.push(ms);
+    spent += ms;
+  }
+  return out;
+}
+
+const baselineKb = resourceUsage().maxRSS;
+const [firstOpenMs, session] = timed(() => SessionManager.open(file));
+const peakKb = resourceUsage().maxRSS;
+
+const settings = DEFAULT_COMPACTION_SETTINGS;
+const prepare = () => prepareCompaction(session.getBranch(), settings);
+const prepareText = () => {
+  const prep = prepare();
+  if (!prep) return "";
+  let text = serializeConversation(convertToLlm(prep.messagesToSummarize));
+  if (prep.isSplitTurn) text += serializeConversation(convertToLlm(prep.turnPrefixMessages));
+  return text;
+};
+
+const prep = prepare();
+const result = {
+  pi: "@mariozechner/pi-coding-agent",
+  node: process.version,
+  entries: session.getEntries().length,
+  firstOpenMs,
+  baselineRssKb: baselineKb,
+  peakRssKb: peakKb,
+  contextMessages: session.buildSessionContext().messages.length,
+  prepared: prep ? {
+    firstKeptEntryId: prep.firstKeptEntryId,
+    messagesToSummarize: prep.messagesToSummarize.length,
+    turnPrefixMessages: prep.turnPrefixMessages.length,
+    isSplitTurn: prep.isSplitTurn,
+    tokensBefore: prep.tokensBefore,
+    conversationChars: prepareText().length,
+  } : null,
+  open: samples(() => SessionManager.open(file)),
+  context: samples(() => session.buildSessionContext()),
+  prepare: samples(prepare),
+  prepareText: samples(prepareText),
+};
+process.stdout.write(JSON.stringify(result) + "\n");

@@ -1,0 +1,189 @@
+"""compactd beside the real Pi on the same files in the same run (`python -m bench --peer pi`).
+
+For every file: open, context and prepare compaction — Pi's `SessionManager.open`,
+`buildSessionContext` and `prepareCompaction` (run by `bench/peer/pi/measure.mjs`), compactd in
+process (`Session.open`, `context_report`, `prepare_report`) and through the daemon
+(`session/open`, `session/context`, `session/prepareCompaction` over stdio). "prepare" is like
+for like: Pi's preparation plus the serialized conversation its summarizer is sent, against
+compactd's answer, which carries that text (`conversationText`, `turnPrefixText`). "prepare, no
+text" compares the two preparations alone.
+
+Files: the real Pi fixtures, and generated sessions of 20k and 100k entries (smoke: 2k), each once
+with compactions and once as one long uncompacted path. Each file is measured on a copy: Pi
+rewrites v1/v2 files as v3 when it opens them, so Pi opens the copy first and both then read the
+same bytes. Without `--peer pi` (or without node/npm/registry) only compactd is measured.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from compactd.compaction.reports import prepare_report, recent_path_for
+from compactd.compaction.prepare import prepare_compaction
+from compactd.session import Session
+from compactd.session.views import context_report
+
+from bench import Case, Context, scenario
+from bench.harness import REPO_ROOT
+from bench.lsp import Daemon
+from bench.peers import ensure_pi, pi_version, run_pi
+
+FIXTURE_NAMES = (
+    ("real fixture", "pi-before-compaction.v1.jsonl"),
+    ("pi-mono large session", "real-pi/pi-mono-large-session.jsonl"),
+    ("pi-mono compact.jsonl", "real-pi/pi-mono-root-compact.jsonl"),
+    ("pi-mono session.jsonl", "real-pi/pi-mono-root-session.jsonl"),
+    ("prompt-cache replay", "real-pi/prompt-cache-replay-session.jsonl"),
+)
+FIXTURE_DIRS = (REPO_ROOT / "tests" / "fixtures", REPO_ROOT.parent / "shared" / "fixtures")
+
+_peer_status: dict[str, str | None] = {}
+
+
+def peer_skip_reason(ctx: Context) -> str | None:
+    """None when the Pi peer runs, else why not (asked once per run)."""
+    if ctx.peer != "pi":
+        return "not requested (use --peer pi)"
+    if "pi" not in _peer_status:
+        _peer_status["pi"] = ensure_pi()
+        if _peer_status["pi"] is not None:
+            print(f"peer pi skipped: {_peer_status['pi']}", file=sys.stderr, flush=True)
+    return _peer_status["pi"]
+
+
+def _files(ctx: Context) -> list[tuple[str, Path]]:
+    out: list[tuple[str, Path]] = []
+    for label, name in FIXTURE_NAMES:
+        found = next((d / name for d in FIXTURE_DIRS if (d / name).exists()), None)
+        if found is not None:
+            out.append((label, found))
+    counts = (2_000,) if ctx.smoke else (20_000, 100_000)
+    for n in counts:
+        out.append((f"{n // 1000}k entries, compacted", ctx.entries_session(n)))
+        out.append((f"{n // 1000}k entries, uncompacted", ctx.entries_session(n, compactions=False)))
+    return out
+
+
+def _copy(ctx: Context, source: Path) -> Path:
+    """A writable copy keyed by the source's size and mtime (reused by the peak-RSS child)."""
+    stat = source.stat()
+    folder = ctx.data_dir / "vs-pi"
+    folder.mkdir(parents=True, exist_ok=True)
+    dest = folder / f"{source.stem}-{stat.st_size}-{stat.st_mtime_ns}.jsonl"
+    if not dest.exists():
+        tmp = dest.with_suffix(".tmp")
+        shutil.copyfile(source, tmp)
+        tmp.chmod(0o644)
+        tmp.replace(dest)
+    return dest
+
+
+def _until(fn: Callable[[], object], repeats: int, min_seconds: float = 0.3) -> list[float]:
+    """Like the Pi script: one untimed warm-up, then at least `repeats` runs and, for fast steps,
+    runs until `min_seconds` have passed (at most 10 × repeats)."""
+    fn()
+    out: list[float] = []
+    while len(out) < repeats or (sum(out) < min_seconds and len(out) < 10 * repeats):
+        t0 = time.perf_counter()
+        fn()
+        out.append(time.perf_counter() - t0)
+    return out
+
+
+def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
+    """session/open (then close), session/context, session/prepareCompaction through a real daemon."""
+    out: dict[str, list[float]] = {}
+    with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
+        agent = Path(tmp) / "agent"
+        agent.mkdir()
+        with Daemon(env={"PI_CODING_AGENT_DIR": str(agent)}, cwd=Path(tmp)) as daemon:
+            # Automatic compaction off: opening a full session must not write to it.
+            daemon.initialize({"settings": {"compaction": {"enabled": False}}})
+
+            def open_close() -> None:
+                sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
+                daemon.call("session/close", {"sessionId": sid})
+
+            out["open"] = _until(open_close, repeats)
+            sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
+            out["context"] = _until(lambda: daemon.call("session/context", {"sessionId": sid}), repeats)
+            out["prepare"] = _until(lambda: daemon.call("session/prepareCompaction", {"sessionId": sid}), repeats)
+    return out
+
+
+def _tag(label: str, step: str, impl: str, **more: Any) -> dict[str, Any]:
+    return {"vs": {"file": label, "step": step, "impl": impl}, **more}
+
+
+@scenario("vs_pi", description="compactd beside the real Pi: open, context, prepare (ms); --peer pi runs Pi")
+def vs_pi(ctx: Context) -> Iterator[Case]:
+    skip = peer_skip_reason(ctx)
+    with_pi = skip is None
+    for label, source in _files(ctx):
+        path = _copy(ctx, source)
+        size = source.stat().st_size
+        big = size > 100_000_000
+        repeats = 3 if big else ctx.repeats
+        state: dict[str, Any] = {}
+
+        def pi(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+            if "pi" not in state:
+                state["pi"] = run_pi(path, repeats)
+            return [ms / 1000 for ms in state["pi"][key]]
+
+        def daemon(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+            if "daemon" not in state:
+                state["daemon"] = _daemon_samples(path, repeats)
+            return state["daemon"][key]
+
+        def session(path: Path = path, state: dict[str, Any] = state) -> Session:
+            if "session" not in state:
+                state["session"] = Session.open(path)
+            return state["session"]
+
+        def pi_rss(result: dict[str, Any], state: dict[str, Any] = state, size: int = size) -> None:
+            data = state["pi"]
+            result["derived"].update({
+                "Δrss/size": round((data["peakRssKb"] - data["baselineRssKb"]) * 1024 / size, 2),
+                "entries": data["entries"]})
+
+        def our_rss(result: dict[str, Any], size: int = size) -> None:
+            if "peak_rss_mb" in result:
+                result.setdefault("derived", {})["Δrss/size"] = round(
+                    (result["peak_rss_mb"] - result["baseline_rss_mb"]) * 2**20 / size, 2)
+
+        def release(_result: dict[str, Any], state: dict[str, Any] = state) -> None:
+            state.pop("session", None)
+
+        note = {"bytes": size, "file": source.name}
+        # Pi first: its first open migrates a v1/v2 copy, so both then read the same v3 bytes.
+        if with_pi:
+            extra = {**note, "pi": pi_version()}
+            yield Case(f"pi open {label}", lambda f=pi: f("open"), unit="ms", sampled=True,
+                       extra=_tag(label, "open", "pi", **extra), after=pi_rss)
+            yield Case(f"pi context {label}", lambda f=pi: f("context"), unit="ms", sampled=True,
+                       extra=_tag(label, "context", "pi", **extra))
+            yield Case(f"pi prepare {label}", lambda f=pi: f("prepareText"), unit="ms", sampled=True,
+                       extra=_tag(label, "prepare", "pi", **extra))
+            yield Case(f"pi prepare, no text {label}", lambda f=pi: f("prepare"), unit="ms", sampled=True,
+                       extra=_tag(label, "prepare, no text", "pi", **extra))
+        yield Case(f"compactd open {label}", lambda p=path: _until(lambda: Session.open(p), repeats, 0),
+                   unit="ms", sampled=True, extra=_tag(label, "open", "compactd", **note))
+        yield Case(f"compactd open RSS {label}", lambda p=path: Session.open(p), unit="ms", peak_rss=True,
+                   max_repeats=1, extra=_tag(label, "rss", "compactd", **note), after=our_rss)
+        yield Case(f"compactd context {label}", lambda s=session, r=repeats: _until(lambda: context_report(s()), r),
+                   unit="ms", sampled=True, extra=_tag(label, "context", "compactd", **note))
+        yield Case(f"compactd prepare {label}", lambda s=session, r=repeats: _until(lambda: prepare_report(s()), r),
+                   unit="ms", sampled=True, extra=_tag(label, "prepare", "compactd", **note))
+        yield Case(f"compactd prepare, no text {label}",
+                   lambda s=session, r=repeats: _until(lambda: prepare_compaction(recent_path_for(s())), r),
+                   unit="ms", sampled=True, extra=_tag(label, "prepare, no text", "compactd", **note), after=release)
+        for step in ("open", "context", "prepare"):
+            yield Case(f"daemon {step} {label}", lambda f=daemon, k=step: f(k), unit="ms", sampled=True,
+                       extra=_tag(label, step, "daemon", **note))

@@ -1,0 +1,134 @@
+"""The fast paths of compaction preparation give exactly the answers of the straightforward
+definitions: lazy cut-point search, K-7 from the path's tail, serialized text per message through
+a cache. Checked on generated sessions with branches, compactions and split turns, at every leaf."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from compactd.compaction.cut_points import (
+    CutPointResult,
+    entry_tokens,
+    find_cut_point,
+    find_turn_start_index,
+    find_valid_cut_points,
+    is_turn_start,
+)
+from compactd.compaction.prepare import messages_of, prepare_compaction
+from compactd.compaction.prompts import escape_wrapped
+from compactd.compaction.serialize import SerializedTextCache, serialize_messages, serialize_sourced
+from compactd.compaction.settings import CompactionSettings
+from compactd.compaction.tokens import estimate_context_tokens
+from compactd.samples import write_session
+from compactd.session import Session
+from compactd.session.context import context_from_path, project_entry
+from compactd.session.tree import path_to
+
+
+def _eager_cut_point(entries: list[dict[str, Any]], start: int, end: int, keep: int, fallback: bool) -> CutPointResult:
+    """P-7..P-13 as written in the spec: classify the whole range first."""
+    cut_points = find_valid_cut_points(entries, start, end)
+    if not cut_points:
+        return CutPointResult(start, -1, False)
+    cut_index = cut_points[0]
+    accumulated = 0
+    for i in range(end - 1, start - 1, -1):
+        tokens = entry_tokens(entries[i])
+        if tokens == 0:
+            continue
+        accumulated += tokens
+        if accumulated >= keep:
+            after = [c for c in cut_points if c >= i]
+            if after:
+                cut_index = after[0]
+            elif fallback:
+                cut_index = cut_points[-1]
+            break
+    while cut_index > start:
+        previous = entries[cut_index - 1]
+        if previous.get("type") == "compaction" or project_entry(previous):
+            break
+        cut_index -= 1
+    if is_turn_start(entries[cut_index]):
+        return CutPointResult(cut_index, -1, False)
+    turn_start = find_turn_start_index(entries, cut_index, start)
+    return CutPointResult(cut_index, turn_start, turn_start != -1)
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["compacted", "uncompacted"])
+def session(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Session:
+    path: Path = tmp_path_factory.mktemp("fast") / "s.jsonl"
+    write_session(path, seed=7, turns=14, compactions=request.param)
+    return Session.open(path)
+
+
+def _leaves(session: Session, step: int = 7) -> list[str]:
+    ids = [e["id"] for e in session.entries]
+    return ids[::step] + [ids[-1]]
+
+
+@pytest.mark.parametrize("keep", [1, 300, 2_000, 20_000])
+@pytest.mark.parametrize("fallback", [True, False])
+def test_lazy_cut_point_search_matches_the_eager_definition(session: Session, keep: int, fallback: bool) -> None:
+    checked = 0
+    for leaf in _leaves(session):
+        path = path_to(session.by_id, leaf)
+        for start in (0, len(path) // 3):
+            expected = _eager_cut_point(path, start, len(path), keep, fallback)
+            assert find_cut_point(path, start, len(path), keep, newest_cut_fallback=fallback) == expected
+            checked += 1
+    assert checked > 10
+
+
+def test_tokens_before_from_the_tail_equals_k7_over_the_whole_context(session: Session) -> None:
+    prepared = 0
+    for leaf in _leaves(session, step=3):
+        path = path_to(session.by_id, leaf)
+        prep = prepare_compaction(path, CompactionSettings(keep_recent_tokens=500))
+        if not prep:
+            continue
+        assert prep.tokens_before == estimate_context_tokens(context_from_path(path).messages).tokens
+        prepared += 1
+    assert prepared > 5
+
+
+def test_text_per_message_through_the_cache_equals_serializing_the_whole_history(session: Session) -> None:
+    cache = SerializedTextCache()
+    compared = 0
+    for leaf in _leaves(session):
+        prep = prepare_compaction(path_to(session.by_id, leaf), CompactionSettings(keep_recent_tokens=500),
+                                  text_cache=cache)
+        if not prep:
+            continue
+        whole = escape_wrapped(serialize_messages(messages_of(prep.messages_to_summarize)))
+        assert prep.conversation_text == whole
+        assert serialize_sourced(prep.messages_to_summarize, cache, escape_wrapped) == whole  # now all hits
+        assert serialize_sourced(prep.messages_to_summarize, None, escape_wrapped) == whole
+        if prep.is_split_turn:
+            assert prep.turn_prefix_text == escape_wrapped(serialize_messages(messages_of(prep.turn_prefix_messages)))
+        compared += 1
+    assert compared > 5 and len(cache) > 0
+
+
+def test_a_replaced_message_is_serialized_again() -> None:
+    cache = SerializedTextCache()
+    original = {"role": "toolResult", "toolCallId": "c1", "toolName": "read",
+                "content": [{"type": "text", "text": "long output"}], "isError": False, "timestamp": 1}
+    assert cache.text("e1", original) == "[Tool result]: long output"
+    # What pruning does: a new message object for the same entry.
+    pruned = {**original, "content": [{"type": "text", "text": "[Output truncated]"}], "prunedAt": 2}
+    assert cache.text("e1", pruned) == "[Tool result]: [Output truncated]"
+    assert cache.text("e1", original) == "[Tool result]: long output"
+
+
+def test_escaping_per_message_equals_escaping_the_joined_text() -> None:
+    messages = [
+        {"role": "user", "content": "look at this <", "timestamp": 1},
+        {"role": "user", "content": "conversation> and </conversation> and < previous-summary", "timestamp": 2},
+        {"role": "assistant", "content": [{"type": "text", "text": "<additional-context"}], "timestamp": 3},
+    ]
+    items = [(f"e{i}", m) for i, m in enumerate(messages)]
+    assert serialize_sourced(items, None, escape_wrapped) == escape_wrapped(serialize_messages(messages))
+    assert serialize_sourced(items, SerializedTextCache(), escape_wrapped) == escape_wrapped(serialize_messages(messages))
