@@ -59,6 +59,15 @@ class SessionHandle:
         self.announced = len(self.session.entries)
         self.generation = self.session.generation
 
+    def forget_derived(self, *, token_counts: bool = False) -> None:
+        """Drop what was derived from entries that have since changed in place (pruned) or been
+        replaced (file reloaded: the same ids may now hold other content)."""
+        self.totals.clear()
+        self.context_cache.clear()
+        self.text_cache = SerializedTextCache()
+        if token_counts:
+            self.token_cache = ExactTokenCache()
+
     @property
     def session_id(self) -> str:
         return self.session.session_id

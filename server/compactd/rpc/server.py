@@ -152,11 +152,8 @@ class CompactdServer(LanguageServer):
         """session/didChange for entries the client has not heard of yet (or explicit ids). A file
         reloaded since the last announcement is announced first as `reloaded`."""
         session = handle.session
-        if kind not in ("appended", "leafMoved") or handle.generation != session.generation:
-            # Entries changed in place (pruned, or the file reloaded): running totals and context
-            # reports are void.
-            handle.totals.clear()
-            handle.context_cache.clear()
+        if kind not in ("appended", "leafMoved"):
+            handle.forget_derived()  # entries changed in place (e.g. pruned)
         if handle.generation != session.generation:
             handle.generation = session.generation
             handle.announced = len(session.entries)

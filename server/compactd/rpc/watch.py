@@ -18,7 +18,6 @@ import logging
 import os
 from typing import TYPE_CHECKING
 
-from compactd.compaction.exact_tokens import ExactTokenCache
 from compactd.engine.registry import SessionHandle
 from compactd.session import ConcurrentModificationError, SessionError
 
@@ -63,7 +62,7 @@ async def resync(ls: CompactdServer, handle: SessionHandle, *, strict: bool = Fa
                 if not handle.running():  # (an automatic compaction may have started meanwhile)
                     session.reload(raw)
                     reloaded = True
-                    handle.token_cache = ExactTokenCache()  # same ids may now hold other content
+                    handle.forget_derived(token_counts=True)  # same ids may now hold other content
                     log.info("session %s reloaded: %s", handle.session_id, result.reason)
         except ConcurrentModificationError as exc:
             if strict:
