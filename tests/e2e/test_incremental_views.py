@@ -56,3 +56,24 @@ async def test_views_after_appends_navigation_and_prune_match_a_fresh_computatio
     await call(client, "session/prune", {"sessionId": sid})
     assert "prunedAt" in path.read_text()  # tool outputs were rewritten in place (here or after an append)
     await _same_as_cli(client, sid, path, window)  # the caches were dropped
+
+
+async def test_views_after_another_program_rewrites_the_file_with_the_same_ids(client: TestClient,
+                                                                               tmp_path: Path) -> None:
+    """A reload keeps entry ids but may change what they hold: no cached figure may survive it."""
+    await initialize(client, settings={"compaction": {"enabled": False}})
+    path = tmp_path / "s.jsonl"
+    write_session(path, tmp_path, turns=4, tool_output_chars=3000)
+    sid = (await call(client, "session/open", {"path": str(path)}))["sessionId"]
+    window = 200_000
+    await _same_as_cli(client, sid, path, window)  # fills the caches
+
+    lines = path.read_text().splitlines()
+    last = json.loads(lines[-1])
+    last["message"]["content"] = [{"type": "text", "text": "rewritten elsewhere " * 400}]
+    lines[-1] = json.dumps(last, separators=(",", ":"))
+    with open(path, "r+") as handle:  # in place: same inode, same ids, other content
+        handle.write("\n".join(lines) + "\n")
+        handle.truncate()
+    await client.wait_for(lambda: [c for c in client.of("session/didChange") if c["kind"] == "reloaded"], 20)
+    await _same_as_cli(client, sid, path, window)
