@@ -127,9 +127,19 @@ class Workbench:
     def wait_quick_input(self, title_or_text: str, timeout: float = 15) -> None:
         self.quick_input().filter(has_text=title_or_text).wait_for(state="visible", timeout=timeout * 1000)
 
-    def type_in_quick_input(self, text: str, enter: bool = True) -> None:
-        box = self.page.locator(".quick-input-widget input")
-        box.fill(text)
+    def type_in_quick_input(self, text: str, enter: bool = True, timeout: float = 10) -> None:
+        """Fill the quick input and press Enter once it holds exactly `text`. VS Code's file dialog
+        writes its starting folder into the box asynchronously; on a loaded machine that can land
+        after our fill and replace it, so the fill is repeated until the value sticks."""
+        box = self.page.locator(".quick-input-widget input").first
+        deadline = time.monotonic() + timeout
+        while True:
+            box.fill(text)
+            self.page.wait_for_timeout(200)
+            if box.input_value() == text:
+                break
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the quick input kept {box.input_value()!r} instead of {text!r}")
         if enter:
             box.press("Enter")
 
