@@ -159,9 +159,11 @@ def context_entries(path: list[Entry]) -> list[Entry]:
     kept: list[Entry] = []
     keeping = False
     for entry in path[:compaction_index]:
-        if entry.get("id") == first_kept:
+        if not keeping:
+            if entry.get("id") != first_kept:
+                continue
             keeping = True
-        if keeping and not is_system_message_entry(entry):
+        if not is_system_message_entry(entry):
             kept.append(entry)
     return [compaction, *kept, *path[compaction_index + 1 :]]
 
