@@ -108,7 +108,8 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
         return {**session_report(existing), "alreadyOpen": True}
     if path.is_dir():
         raise RpcError(Code.FILE_ERROR, f"{path} is a directory, not a session file")
-    session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd))
+    size = path.stat().st_size if path.is_file() else 0
+    session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd), size)
     handle = ls.registry.add(session)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}

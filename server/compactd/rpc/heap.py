@@ -19,8 +19,16 @@ from typing import TypeVar
 T = TypeVar("T")
 
 
-def load_frozen(load: Callable[[], T]) -> T:
-    """Run `load` (in a worker thread) and freeze what it built together with the rest of the heap."""
+# Smaller files are too few objects for the collector's passes to matter, and the collection
+# before freezing (the whole unfrozen heap) would cost more than it saves.
+FREEZE_MIN_BYTES = 8 * 1024 * 1024
+
+
+def load_frozen(load: Callable[[], T], size: int) -> T:
+    """Run `load` (in a worker thread) on a file of `size` bytes; from FREEZE_MIN_BYTES on, freeze
+    what it built together with the rest of the heap."""
+    if size < FREEZE_MIN_BYTES:
+        return load()
     gc.collect()
     try:
         return load()
