@@ -138,10 +138,14 @@ def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
     """R-10/R-11, Q16-10/Q16-41: every non-system message of each projected entry; compaction
     entries (the previous checkpoint and summary) and invisible entries contribute none."""
     out: list[SourcedMessage] = []
+    append = out.append
     for item in items:
-        if item.entry.get("type") == "compaction":
+        entry = item.entry
+        if entry.get("type") == "compaction":
             continue
-        out.extend(SourcedMessage(item.entry["id"], m) for m in item.messages if m.get("role") != "system")
+        for message in item.messages:
+            if message.get("role") != "system":
+                append(SourcedMessage(entry["id"], message))
     return out
 
 
@@ -152,19 +156,21 @@ def estimate_projected_context_tokens(projected: Sequence[ProjectedEntry], path:
     messages = [m for item in projected for m in item.messages]
     estimate = estimate_context_tokens(messages)
     if estimate.last_usage_index is not None:
+        # The entry of the usage message: walking back, the first item starting at or before it.
         usage_entry: Entry | None = None
-        seen = 0
-        for item in projected:
-            seen += len(item.messages)
-            if estimate.last_usage_index < seen:
+        start = len(messages)
+        for item in reversed(projected):
+            start -= len(item.messages)
+            if start <= estimate.last_usage_index:
                 usage_entry = item.entry
                 break
-        usage_at = next((i for i, e in enumerate(path) if e is usage_entry), -1)
-        invalidated_at = next(
-            (i for i in range(len(path) - 1, -1, -1) if path[i].get("type") in ("context_edit", "compaction")), -1
-        )
-        if usage_at > invalidated_at:
-            return estimate
+        # Valid while no context_edit or compaction follows it on the path (walked from the end,
+        # so a usage near the leaf costs a few steps).
+        for entry in reversed(path):
+            if entry is usage_entry:
+                return estimate
+            if entry.get("type") in ("context_edit", "compaction"):
+                break
     system = replay_system_messages(messages)
     tokens = (estimate_tokens(system) if system is not None else 0) + sum_estimates(
         m for m in messages if m.get("role") != "system"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from compactd.session.context import context_from_path, project_entry, recent_path
-from compactd.session.store import EntryNotFoundError
+from compactd.session.store import EntryNotFoundError, gc_paused
 from compactd.session.tree import path_to
 
 from .branch import (
@@ -120,8 +120,11 @@ def prepare_report(
     )
     # Preparation never looks before the previous compaction's first kept entry: the recent tail
     # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
-    prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
-    return preparation_json(prep) if prep else None
+    # Tens of thousands of short-lived containers per long path, none cyclic: without the pause
+    # they trigger full collector passes over the whole session (most of the time on 20k entries).
+    with gc_paused():
+        prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
+        return preparation_json(prep) if prep else None
 
 
 def branch_report(

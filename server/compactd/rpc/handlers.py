@@ -32,6 +32,7 @@ from compactd.session.views import context_report, info_report, tree_report
 
 from . import schema as s
 from .errors import Code, RpcError, invalid_params, to_rpc_error
+from .heap import load_frozen, thaw_when_idle
 from .progress import ProgressReporter
 from .server import METHODS, CompactdServer
 from .watch import resync
@@ -107,7 +108,8 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
         return {**session_report(existing), "alreadyOpen": True}
     if path.is_dir():
         raise RpcError(Code.FILE_ERROR, f"{path} is a directory, not a session file")
-    session = await ls.off_loop(functools.partial(Session.open, path, cwd=params.cwd))
+    size = path.stat().st_size if path.is_file() else 0
+    session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd), size)
     handle = ls.registry.add(session)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
@@ -140,6 +142,7 @@ async def session_close(ls: CompactdServer, params: s.SessionParams) -> dict[str
     ls.registry.get(params.session_id)
     cancelled = ls.cancel_jobs(session_id=params.session_id, by="close")
     ls.registry.remove(params.session_id)
+    thaw_when_idle(len(ls.registry))
     return {"sessionId": params.session_id, "closed": True, "cancelled": cancelled}
 
 

@@ -159,9 +159,11 @@ def context_entries(path: list[Entry]) -> list[Entry]:
     kept: list[Entry] = []
     keeping = False
     for entry in path[:compaction_index]:
-        if entry.get("id") == first_kept:
+        if not keeping:
+            if entry.get("id") != first_kept:
+                continue
             keeping = True
-        if keeping and not is_system_message_entry(entry):
+        if not is_system_message_entry(entry):
             kept.append(entry)
     return [compaction, *kept, *path[compaction_index + 1 :]]
 
@@ -298,60 +300,95 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
     is missing. Walking only this tail keeps requests on long sessions independent of their age.
     """
     tail: list[Entry] = []
-    seen: set[str] = set()
-    current = by_id.get(leaf_id) if leaf_id is not None else None
+    get = by_id.get
+    current = get(leaf_id) if leaf_id is not None else None
+    limit = len(by_id)
     compaction_seen = False
     kept_id: Any = None
     kept_done = False
     thinking_done = False
     model_done = False
     while current is not None:
-        entry_id = current["id"]
-        if entry_id in seen:
-            break
-        seen.add(entry_id)
         tail.append(current)
-        entry_type = current.get("type")
-        if compaction_seen and not kept_done and entry_id == kept_id:
-            kept_done = True
-        elif entry_type == "compaction" and not compaction_seen:
-            compaction_seen = True
-            kept_id = current.get("firstKeptEntryId")
-            # Nothing before it is kept: no id, or its own id (Q16-31, retain none).
-            kept_done = kept_id is None or kept_id == entry_id
-        if entry_type == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
-            thinking_done = True
-        if not model_done and _decides_model(current):
-            model_done = True
-        if kept_done and thinking_done and model_done:
+        if len(tail) > limit:  # more steps than entries: a parentId cycle; stop before the repeat
+            _cut_at_repeat(tail)
             break
+        entry_type = current.get("type")
+        # Past the model-deciding entry and before any compaction, a message decides nothing.
+        if entry_type != "message" or not model_done or compaction_seen:
+            if compaction_seen and not kept_done and current["id"] == kept_id:
+                kept_done = True
+            elif entry_type == "compaction" and not compaction_seen:
+                compaction_seen = True
+                kept_id = current.get("firstKeptEntryId")
+                # Nothing before it is kept: no id, or its own id (Q16-31, retain none).
+                kept_done = kept_id is None or kept_id == current["id"]
+            if entry_type == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
+                thinking_done = True
+            if not model_done and _decides_model(current):
+                model_done = True
+            if kept_done and thinking_done and model_done:
+                break
         parent = current.get("parentId")
-        current = by_id.get(parent) if parent is not None else None
+        current = get(parent) if parent is not None else None
     tail.reverse()
     return tail
 
 
+def _cut_at_repeat(tail: list[Entry]) -> None:
+    seen: set[str] = set()
+    for index, entry in enumerate(tail):
+        if entry["id"] in seen:
+            del tail[index:]
+            return
+        seen.add(entry["id"])
+
+
 def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionContext:
+    """The context of a root-first path: its model and thinking level (the latest entries that set
+    them) and its messages (`project_path`). One pass over the path in the common case of a path
+    without compactions and context edits, where every entry projects on its own; the general
+    projection otherwise (the same messages: tests/compaction/test_context_fast_path.py)."""
     ctx = SessionContext(leaf_id=leaf_id)
+    messages, entry_ids = ctx.messages, ctx.entry_ids
+    model_entry: Entry | None = None  # the latest entry that sets the model
+    plain = True  # no compaction, no context_edit seen (yet)
     for entry in path:
         entry_type = entry.get("type")
-        if entry_type == "thinking_level_change":
+        if entry_type == "message":
+            message = entry.get("message")
+            if isinstance(message, dict):
+                if message.get("role") == "assistant":
+                    model_entry = entry
+                if plain:
+                    messages.append(message if message.get("content") is not None else _repaired(message))
+                    entry_ids.append(entry["id"])
+        elif entry_type == "thinking_level_change":
             level = entry.get("thinkingLevel")
             if isinstance(level, str):
                 ctx.thinking_level = level
         elif entry_type == "model_change":
-            model = _model_of(entry)
-            if model is not None:
-                ctx.model = model
-        elif entry_type == "message":
-            message = entry.get("message")
-            if isinstance(message, dict) and message.get("role") == "assistant":
-                ctx.model = {"provider": message.get("provider"), "modelId": message.get("model")}
-
-    for projected in project_path(path):
-        for message in projected.messages:
-            ctx.messages.append(message)
-            ctx.entry_ids.append(projected.entry["id"])
+            if _model_of(entry) is not None:
+                model_entry = entry
+        elif entry_type == "compaction" or entry_type == "context_edit":
+            plain = False
+        elif plain and (entry_type == "custom_message" or entry_type == "branch_summary"):
+            for message in project_entry(entry):
+                messages.append(message)
+                entry_ids.append(entry["id"])
+    if model_entry is not None:
+        if model_entry.get("type") == "model_change":
+            ctx.model = _model_of(model_entry)
+        else:
+            message = model_entry["message"]
+            ctx.model = {"provider": message.get("provider"), "modelId": message.get("model")}
+    if not plain:
+        messages.clear()
+        entry_ids.clear()
+        for projected in project_path(path):
+            for message in projected.messages:
+                messages.append(message)
+                entry_ids.append(projected.entry["id"])
     return ctx
 
 

@@ -165,6 +165,11 @@ _UNSET: Any = object()
 def context_report(session: Session | SessionView, leaf_id: Any = _UNSET) -> dict[str, Any]:
     """`leaf_id` omitted → the session's leaf; None → the empty context (X-1)."""
     leaf = session.leaf_id if leaf_id is _UNSET else leaf_id
+    with gc_paused():  # one small dict per message, none cyclic (see `prepare_report`)
+        return _context_report(session, leaf)
+
+
+def _context_report(session: Session | SessionView, leaf: Any) -> dict[str, Any]:
     ctx = build_session_context(session.entries, leaf, session.by_id)
     return {
         "leafId": leaf if leaf is None or leaf in session.by_id else (session.entries[-1]["id"] if session.entries else None),
