@@ -94,3 +94,26 @@ async def test_bad_cursors_are_invalid_params(client: TestClient, tmp_path: Path
     for params, message in cases:
         error = await call_error(client, "session/tree", {"sessionId": SID, **params})
         assert error.code == -32602 and message in error.message, (params, error.message)
+
+
+async def test_pages_after_another_program_rewrites_the_file(client: TestClient, tmp_path: Path) -> None:
+    """A reload may change structure and content under the same ids: the index is rebuilt."""
+    import json
+
+    await initialize(client)
+    path = tmp_path / "s.jsonl"
+    ids = write_session(path, tmp_path, turns=4, text_chars=40)
+    await call(client, "session/open", {"path": str(path)})
+    assert await pages_in_tree_order(client, 3) == (await call(client, "session/tree", {"sessionId": SID}))["nodes"]
+    lines = path.read_text().splitlines()
+    moved = json.loads(lines[-1])
+    moved["parentId"] = ids[2]  # the last entry now branches off the third
+    moved["message"]["content"] = [{"type": "text", "text": "rewritten elsewhere"}]
+    lines[-1] = json.dumps(moved)
+    with open(path, "r+") as handle:  # in place: same inode
+        handle.write("\n".join(lines) + "\n")
+        handle.truncate()
+    await client.wait_for(lambda: [c for c in client.of("session/didChange") if c["kind"] == "reloaded"], 20)
+    full = (await call(client, "session/tree", {"sessionId": SID}))["nodes"]
+    assert next(n for n in full if n["id"] == ids[2])["children"] == [ids[3], ids[-1]]
+    assert await pages_in_tree_order(client, 3) == full

@@ -70,6 +70,7 @@ class SessionHandle:
         self.text_cache = SerializedTextCache()
         if token_counts:
             self.token_cache = ExactTokenCache()
+            self.tree_panel.forget()  # reloaded: the index would keep the old entries alive
 
     @property
     def session_id(self) -> str:

@@ -101,8 +101,9 @@ class TreePanel:
         self._index: TreeIndex | None = None
 
     def forget(self) -> None:
-        with self._lock:
-            self._index = None
+        """Drop the index (after a reload it holds the old entries alive). No lock: one atomic
+        assignment, and a page being answered meanwhile is checked by generation next time."""
+        self._index = None
 
     def index(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int) -> TreeIndex:
         """The index, caught up with `entries` (call with the lock held)."""
