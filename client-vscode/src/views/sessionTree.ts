@@ -94,13 +94,15 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
     return 'row' in ref ? ref.row : 'group' in ref ? ref.group : ref.more;
   }
 
-  async getChildren(element?: TreeRef): Promise<TreeRef[]> {
+  getChildren(element?: TreeRef): TreeRef[] | Promise<TreeRef[]> {
     const id = element === undefined ? undefined : SessionTreeProvider.elementOf(element).id;
-    // A branch's entries are fetched the first time its group is expanded.
-    if (id !== undefined && id.startsWith('branch:')) await this.session.loadBranch(id);
-    const model = this.session.snapshot?.model;
-    if (model === undefined) return [];
-    return model.childrenOf(id).map((el) => this.ref(el));
+    const children = (): TreeRef[] => this.session.snapshot?.model.childrenOf(id).map((el) => this.ref(el)) ?? [];
+    // A branch's entries are fetched the first time its group is expanded; everything else is
+    // answered at once (the view then updates in the same tick as the model).
+    if (id !== undefined && this.session.snapshot?.model.needsLoad(id) !== undefined) {
+      return this.session.loadBranch(id).then(children);
+    }
+    return children();
   }
 
   getParent(element: TreeRef): TreeRef | undefined {

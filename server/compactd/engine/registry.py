@@ -68,6 +68,7 @@ class SessionHandle:
         self.totals.clear()
         self.context_cache.clear()
         self.text_cache = SerializedTextCache()
+        self.tree_panel.forget_figures()
         if token_counts:
             self.token_cache = ExactTokenCache()
             self.tree_panel.forget()  # reloaded: the index would keep the old entries alive

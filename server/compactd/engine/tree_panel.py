@@ -1,8 +1,8 @@
 """The lazy side-panel tree (issue 14): pages of the lists a panel shows, from a cached `TreeIndex`.
 
-`session/tree` with `limit` answers with pages instead of every node: the leaf's screen (a page
-of each list on the path to the leaf, ending at the path's row there) or one more page of one list
-before or after a row. Rows carry the node fields of the full tree, figures included (computed
+`session/tree` with `limit` answers with pages instead of every node: the leaf's screen (each list
+on the path to the leaf with its row on the path, and a page of the leaf's own list around the
+leaf) or one more page of one list before or after a row. Rows carry the node fields of the full tree, figures included (computed
 for the rows returned only), and branch points carry their branches (first entry, entry count).
 `session/didChange` carries the appended entries as nodes (`delta_nodes`).
 
@@ -33,7 +33,7 @@ class CursorError(ValueError):
 
 
 def node_fields(entry: Entry, by_id: Mapping[str, Entry], label: str | None, children: list[str],
-                is_leaf: bool, on_path: bool) -> dict[str, Any]:
+                is_leaf: bool, on_path: bool, *, figures: bool = True) -> dict[str, Any]:
     """One node as the full `session/tree` lists it (figures included)."""
     node: dict[str, Any] = {
         "id": entry["id"],
@@ -49,14 +49,20 @@ def node_fields(entry: Entry, by_id: Mapping[str, Entry], label: str | None, chi
         "onLeafPath": on_path,
     }
     kind = entry.get("type")
+    if not figures:
+        return node
     if kind == "compaction":
-        before = entry.get("tokensBefore")
-        node["tokensBefore"] = before if isinstance(before, int | float) else None
-        ctx = context_from_path(recent_path(by_id, entry["id"]), entry["id"])
-        node["tokensAfter"] = sum(estimate_tokens(m) for m in ctx.messages)
+        node.update(_compaction_figures(by_id, entry))
     elif kind == "branch_summary":
         node["summarizedEntries"] = summarized_entries(by_id, entry)
     return node
+
+
+def _compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, Any]:
+    before = entry.get("tokensBefore")
+    ctx = context_from_path(recent_path(by_id, entry["id"]), entry["id"])
+    return {"tokensBefore": before if isinstance(before, int | float) else None,
+            "tokensAfter": sum(estimate_tokens(m) for m in ctx.messages)}
 
 
 def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int:
@@ -99,11 +105,17 @@ class TreePanel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._index: TreeIndex | None = None
+        self._figures: dict[str, dict[str, Any]] = {}  # entry id → summary figures, per index
+        self._figures_of: TreeIndex | None = None
 
     def forget(self) -> None:
         """Drop the index (after a reload it holds the old entries alive). No lock: one atomic
         assignment, and a page being answered meanwhile is checked by generation next time."""
         self._index = None
+
+    def forget_figures(self) -> None:
+        """Entries were pruned: the token figures of compactions may have changed."""
+        self._figures_of = None
 
     def index(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int) -> TreeIndex:
         """The index, caught up with `entries` (call with the lock held)."""
@@ -125,12 +137,15 @@ class TreePanel:
         with self._lock:
             index = self.index(entries, by_id, generation)
             screen = branch is None and after is None and before is None and not top
-            return _Pages(index, leaf).answer(limit, screen, branch, after, before, len(entries))
+            if self._figures_of is not index:
+                self._figures, self._figures_of = {}, index
+            return _Pages(index, leaf, self._figures).answer(limit, screen, branch, after, before, len(entries))
 
 
 class _Pages:
-    def __init__(self, index: TreeIndex, leaf: str | None) -> None:
+    def __init__(self, index: TreeIndex, leaf: str | None, figures: dict[str, dict[str, Any]]) -> None:
         self.index = index
+        self.figures = figures
         self.leaf = leaf if leaf is not None and leaf in index.head else None
         self.marks = index.path_marks(self.leaf)
 
@@ -141,9 +156,13 @@ class _Pages:
         lists: list[dict[str, Any]] = []
         if screen:
             if path:
-                for key, through in path:
-                    rows = [*index.rows_before(through, limit - 1), through, *index.rows_after(through, limit)]
-                    lists.append(self.page(key, rows))
+                # Lists above the leaf's: only their row on the path (a session navigated often
+                # nests hundreds of branches deep); the leaf's list: a page around the leaf.
+                for key, through in path[:-1]:
+                    lists.append(self.page(key, [through]))
+                key, through = path[-1]
+                rows = [*index.rows_before(through, limit - 1), through, *index.rows_after(through, limit)]
+                lists.append(self.page(key, rows))
             else:
                 first = index.first_in(None)
                 rows = [first, *index.rows_after(first, limit - 1)] if first is not None else []
@@ -184,8 +203,24 @@ class _Pages:
 
     def node(self, eid: str) -> dict[str, Any]:
         index = self.index
-        return node_fields(index.by_id[eid], index.by_id, index.labels.get(eid), list(index.kids.get(eid, ())),
-                           eid == self.leaf, index.on_path(eid, self.marks))
+        entry = index.by_id[eid]
+        kind = entry.get("type")
+        # Figures of summary entries depend only on their ancestors (and pruning, which drops the
+        # index's memo): computed once per entry.
+        figures = self.figures.get(eid)
+        if figures is None and kind in ("compaction", "branch_summary"):
+            if kind == "branch_summary":
+                start = entry.get("fromId")
+                count = index.below_meeting(start, eid) if isinstance(start, str) and start in index.head else 0
+                figures = {"summarizedEntries": count}
+            else:
+                figures = _compaction_figures(index.by_id, entry)
+            self.figures[eid] = figures
+        node = node_fields(entry, index.by_id, index.labels.get(eid), list(index.kids.get(eid, ())),
+                           eid == self.leaf, index.on_path(eid, self.marks), figures=False)
+        if figures is not None:
+            node.update(figures)
+        return node
 
     def row(self, eid: str) -> dict[str, Any]:
         node = self.node(eid)

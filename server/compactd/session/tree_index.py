@@ -261,3 +261,30 @@ class TreeIndex:
             current = self.prev_in_list(current)
         out.reverse()
         return out
+
+    def below_meeting(self, start: str, other: str) -> int:
+        """How many entries of `start`'s path lie below where it meets `other`'s path (both read
+        upwards), counted run by run: the two chains are walked in turn, a whole run per step, so
+        this costs the runs between them, not the depth. Both ids must be indexed."""
+        head, pos, parent = self.head, self.pos, self.parent
+        seen_a: dict[str, tuple[int, int]] = {}  # run → (position entered at, entries counted before it)
+        seen_b: dict[str, int] = {}
+        a: str | None = start
+        b: str | None = other
+        counted = 0
+        while a is not None or b is not None:
+            if a is not None:
+                run = head[a]
+                if run in seen_b:
+                    return counted + pos[a] - min(pos[a], seen_b[run])
+                seen_a[run] = (pos[a], counted)
+                counted += pos[a] + 1
+                a = parent[run]
+            if b is not None:
+                run = head[b]
+                if run in seen_a:
+                    entered, before = seen_a[run]
+                    return before + entered - min(entered, pos[b])
+                seen_b[run] = pos[b]
+                b = parent[run]
+        return counted
