@@ -20,6 +20,8 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from typing import Any
 
+from .store import gc_paused
+
 Entry = dict[str, Any]
 
 
@@ -47,19 +49,28 @@ class TreeIndex:
     # --- building ------------------------------------------------------------------------------
 
     def _build(self, entries: list[Entry]) -> None:
-        by_id = self.by_id
+        with gc_paused():  # ~100k small lists, none of them cyclic
+            self._build_all(entries)
+
+    def _build_all(self, entries: list[Entry]) -> None:
+        by_id, parent_of, kids = self.by_id, self.parent, self.kids
         for entry in entries:
             eid = entry["id"]
             parent = entry.get("parentId")
             if parent is not None and parent != eid and parent in by_id:
-                self.parent[eid] = parent
-                self.kids.setdefault(parent, []).append(eid)
+                parent_of[eid] = parent
+                siblings = kids.get(parent)
+                if siblings is None:
+                    kids[parent] = [eid]
+                else:
+                    siblings.append(eid)
             else:
-                self.parent[eid] = None
+                parent_of[eid] = None
                 self.roots.append(eid)
                 if parent is not None and parent != eid:
                     self._wanted.add(parent)
-            self._label(entry)
+            if entry.get("type") == "label":
+                self._label(entry)
         for children in self.kids.values():
             if len(children) > 1:
                 children.sort(key=lambda cid: _ts(by_id[cid]))
