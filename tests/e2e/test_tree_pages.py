@@ -55,13 +55,14 @@ async def test_pages_reassemble_into_the_full_tree(client: TestClient, tmp_path:
     assert screen["leafPath"][0] == {"branch": None, "throughId": ids[3]}
     assert screen["leafPath"][-1]["throughId"] == full["leafId"]
     top = screen["lists"][0]
-    assert [r["id"] for r in top["rows"]] == [ids[3]] and top["hasMoreBefore"] and not top["hasMoreAfter"]
+    # The leaf's branch holds 2 rows, so 4 of the 6 rows of the screen are left for the top level.
+    assert [r["id"] for r in top["rows"]] == ids[1:4] and top["hasMoreBefore"] and not top["hasMoreAfter"]
     point = top["rows"][-1]
     assert [b["entryCount"] for b in point["branches"]] == [8, 2]
     assert point["branches"][1]["first"]["onLeafPath"] is True
     by_id = {n["id"]: n for n in full["nodes"]}
     assert {k: v for k, v in point.items() if k != "branches"} == by_id[ids[3]]
-    assert by_id[ids[1]]["label"] == "here"
+    assert top["rows"][0] == by_id[ids[1]] and top["rows"][0]["label"] == "here"
     leaf_list = screen["lists"][-1]  # the leaf's branch: up to `limit` rows ending at the leaf
     assert [r["id"] for r in leaf_list["rows"]][-1] == full["leafId"] and len(leaf_list["rows"]) <= 3
 

@@ -1,8 +1,9 @@
 """The lazy side-panel tree (issue 14): pages of the lists a panel shows, from a cached `TreeIndex`.
 
-`session/tree` with `limit` answers with pages instead of every node: the leaf's screen (each list
-on the path to the leaf with its row on the path, and a page of the leaf's own list around the
-leaf) or one more page of one list before or after a row. Rows carry the node fields of the full tree, figures included (computed
+`session/tree` with `limit` answers with pages instead of every node: the leaf's screen (a page
+of the leaf's own list around the leaf, and each list above it with its row on the path and as
+many rows before it as a budget of 2 × limit rows allows) or one more page of one list before or
+after a row. Rows carry the node fields of the full tree, figures included (computed
 for the rows returned only), and branch points carry their branches (first entry, entry count).
 `session/didChange` carries the appended entries as nodes (`delta_nodes`).
 
@@ -156,13 +157,18 @@ class _Pages:
         lists: list[dict[str, Any]] = []
         if screen:
             if path:
-                # Lists above the leaf's: only their row on the path (a session navigated often
-                # nests hundreds of branches deep); the leaf's list: a page around the leaf.
-                for key, through in path[:-1]:
-                    lists.append(self.page(key, [through]))
-                key, through = path[-1]
-                rows = [*index.rows_before(through, limit - 1), through, *index.rows_after(through, limit)]
-                lists.append(self.page(key, rows))
+                # A page around the leaf in its own list; the lists above share what is left of
+                # 2 × limit rows, deepest first, each at least its row on the path (a session
+                # navigated often nests hundreds of branches deep).
+                budget = 2 * limit
+                pages: list[dict[str, Any]] = []
+                for depth, (key, through) in enumerate(reversed(path)):
+                    before = index.rows_before(through, limit - 1 if depth == 0 else min(limit - 1, max(0, budget - 1)))
+                    budget -= len(before) + 1
+                    after = index.rows_after(through, limit if depth == 0 else min(limit, max(0, budget)))
+                    budget -= len(after)
+                    pages.append(self.page(key, [*before, through, *after]))
+                lists.extend(reversed(pages))
             else:
                 first = index.first_in(None)
                 rows = [first, *index.rows_after(first, limit - 1)] if first is not None else []
