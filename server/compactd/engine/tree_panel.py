@@ -2,7 +2,7 @@
 
 `session/tree` with `limit` answers with pages instead of every node: the leaf's screen (a page
 of the leaf's own list around the leaf, and each list above it with its row on the path and as
-many rows before it as a budget of 2 × limit rows allows) or one more page of one list before or
+many rows before it as `limit` rows in all allow) or one more page of one list before or
 after a row. Rows carry the node fields of the full tree, figures included (computed
 for the rows returned only), and branch points carry their branches (first entry, entry count).
 `session/didChange` carries the appended entries as nodes (`delta_nodes`).
@@ -157,10 +157,10 @@ class _Pages:
         lists: list[dict[str, Any]] = []
         if screen:
             if path:
-                # A page around the leaf in its own list; the lists above share what is left of
-                # 2 × limit rows, deepest first, each at least its row on the path (a session
+                # A page around the leaf in its own list; the lists above share what it leaves of
+                # `limit` rows, deepest first, each at least its row on the path (a session
                 # navigated often nests hundreds of branches deep).
-                budget = 2 * limit
+                budget = limit
                 pages: list[dict[str, Any]] = []
                 for depth, (key, through) in enumerate(reversed(path)):
                     before = index.rows_before(through, limit - 1 if depth == 0 else min(limit - 1, max(0, budget - 1)))
