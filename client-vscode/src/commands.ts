@@ -44,6 +44,7 @@ export function registerCommands(deps: CommandDeps): vscode.Disposable[] {
     reg('compactd.openSession', () => c.openSession()),
     reg('compactd.openSessionFile', (uri?: vscode.Uri) => c.openSessionFile(uri)),
     reg('compactd.refreshTree', () => c.refreshTree()),
+    reg('compactd.loadMore', (ref?: TreeRef) => c.loadMore(ref)),
     reg('compactd.revealLeaf', () => c.revealLeaf()),
     reg('compactd.compact', () => c.compact()),
     reg('compactd.prepareCompaction', (ref?: TreeRef) => c.prepareCompaction(ref)),
@@ -89,6 +90,11 @@ class Commands {
         `compactd: ${warnings.length} malformed line(s) skipped in ${path.basename(file)} (first: line ${warnings[0].line}: ${warnings[0].message}).`,
       );
     }
+  }
+
+  /** "Earlier entries…" in the tree: one more page of that list. */
+  async loadMore(ref?: TreeRef): Promise<void> {
+    if (ref !== undefined && 'more' in ref) await this.d.session.loadMore(ref.more);
   }
 
   async refreshTree(): Promise<void> {

@@ -92,7 +92,11 @@ async def test_external_append_is_adopted_and_announced_without_a_request(client
     theirs = pi_appends(path, user_message("typed in Pi", 1_770_000_000_000))
     change = await client.wait_for(lambda: [c for c in client.of("session/didChange") if theirs in c["entryIds"]],
                                    TIMEOUT)
-    assert change[0] == {"sessionId": "e2e-session", "kind": "appended", "entryIds": [theirs], "leafId": theirs}
+    nodes = change[0].pop("nodes")
+    assert change[0] == {"sessionId": "e2e-session", "kind": "appended", "entryIds": [theirs], "leafId": theirs,
+                         "labels": {}}
+    tree = await call(client, "session/tree", {"sessionId": "e2e-session"})
+    assert nodes == [n for n in tree["nodes"] if n["id"] == theirs]  # what a side panel adds
     context = await call(client, "session/context", {"sessionId": "e2e-session"})
     assert context["leafId"] == theirs and context["messages"][-1]["entryId"] == theirs
     entry = await call(client, "session/entry", {"sessionId": "e2e-session", "entryId": theirs})

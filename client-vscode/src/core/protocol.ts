@@ -88,6 +88,41 @@ export interface TreeResult {
   nodes: TreeNode[];
 }
 
+/** session/tree with `limit`: one page of a list, or (no branch/cursor) the leaf's screen. */
+export interface TreePageParams extends SessionParams {
+  limit: number;
+  /** The list: a branch's first entry id, or null for the top level (omit for the leaf's screen). */
+  branch?: string | null;
+  after?: string;
+  before?: string;
+}
+
+/** One branch below a branch point: its first entry and how many entries it holds. */
+export interface TreeBranch {
+  first: TreeNode;
+  entryCount: number;
+}
+
+export interface TreeRowNode extends TreeNode {
+  /** Branch points only: one per child, in `children` order. */
+  branches?: TreeBranch[];
+}
+
+export interface TreeListPage {
+  branch: string | null;
+  rows: TreeRowNode[];
+  hasMoreBefore: boolean;
+  hasMoreAfter: boolean;
+}
+
+export interface TreePageResult {
+  leafId: string | null;
+  entryCount: number;
+  /** From the top level down: the row of each list on the path to the leaf. */
+  leafPath: { branch: string | null; throughId: string }[];
+  lists: TreeListPage[];
+}
+
 export interface EntryParams extends SessionParams {
   entryId: string;
 }
@@ -212,6 +247,10 @@ export interface DidChangeParams {
   kind: string;
   entryIds: string[];
   leafId: string | null;
+  /** When entries were written (appended, leafMoved): they as session/tree nodes. */
+  nodes?: TreeNode[];
+  /** Labels those entries set on entries (null: cleared). */
+  labels?: Record<string, string | null>;
   [key: string]: unknown;
 }
 

@@ -30,6 +30,8 @@ import type {
   PrepareCompactionResult,
   PruneResult,
   TokenStats,
+  TreePageParams,
+  TreePageResult,
   TreeResult,
 } from './protocol';
 import { Methods, REQUEST_CANCELLED } from './protocol';
@@ -92,6 +94,11 @@ export class CompactdClient {
 
   tree(sessionId: string): Promise<TreeResult> {
     return this.request(Methods.tree, { sessionId });
+  }
+
+  /** Pages of the panel's lists (session/tree with `limit`). */
+  treePage(params: TreePageParams): Promise<TreePageResult> {
+    return this.request(Methods.tree, params);
   }
 
   context(sessionId: string, leafId?: string | null): Promise<Record<string, unknown>> {

@@ -3,16 +3,19 @@
 // (session/didChange, session/compactionEnd) or the user asks; overlapping reloads coalesce.
 import { Emitter } from 'vscode-jsonrpc';
 import type { Disposable, Event } from 'vscode-jsonrpc';
-import type { OpenResult, TokenStats } from './protocol';
+import { LazyTreeModel } from './lazyTree';
+import type { DidChangeParams, OpenResult, TokenStats } from './protocol';
 import { errorMessage } from './protocolClient';
 import type { CompactdClient } from './protocolClient';
-import { buildTreeModel } from './treeModel';
-import type { TreeModel } from './treeModel';
+import type { MoreRows } from './treeModel';
+
+/** Rows per list and page: more than a panel shows at once, far fewer than a long session has. */
+export const TREE_PAGE = 200;
 
 export interface SessionSnapshot {
   readonly path: string;
   readonly info: OpenResult;
-  readonly model: TreeModel;
+  readonly model: LazyTreeModel;
   /** Undefined when the daemon could not compute them (e.g. a settings error); see statsError. */
   readonly stats: TokenStats | undefined;
   readonly statsError: string | undefined;
@@ -51,7 +54,7 @@ export class SessionView {
     for (const d of this.subscriptions) d.dispose();
     this.client = client;
     this.subscriptions = [
-      client.onDidChange((p) => this.onServerChange(p.sessionId)),
+      client.onDidChange((p) => this.onServerChange(p.sessionId, p)),
       client.onCompactionEnd((p) => this.onServerChange(p.sessionId)),
     ];
     const path = this.current?.path;
@@ -115,11 +118,61 @@ export class SessionView {
     return this.inflight;
   }
 
-  private onServerChange(sessionId: string): void {
+  private onServerChange(sessionId: string, change?: DidChangeParams): void {
     if (sessionId !== this.current?.info.sessionId) return;
+    const snap = this._snapshot;
+    // Appended entries extend the panel in place; anything else fetches the leaf's screen again.
+    if (change !== undefined && snap !== undefined && this.inflight === undefined && snap.model.applyChange(change)) {
+      // One update with the new rows and their token figures (as a reload gives).
+      this.refreshStats().catch((error: unknown) => {
+        this.errorEmitter.fire(error);
+      });
+      return;
+    }
     this.refresh().catch((error: unknown) => {
       this.errorEmitter.fire(error);
     });
+  }
+
+  /** Load one more page where a list is cut ("Earlier entries…"). */
+  async loadMore(more: MoreRows): Promise<void> {
+    const { client, snap } = this.loaded();
+    const page = await client.treePage({ sessionId: snap.info.sessionId, limit: TREE_PAGE, branch: more.list, [more.direction]: more.cursor });
+    if (this._snapshot?.model !== snap.model) return;
+    snap.model.addPage(page.lists[0], more.direction);
+    this.updateEmitter.fire(snap);
+  }
+
+  /** Fetch a branch's list the first time its group is expanded; false when nothing was needed. */
+  async loadBranch(groupId: string): Promise<boolean> {
+    const snap = this._snapshot;
+    const first = snap?.model.needsLoad(groupId);
+    if (snap === undefined || first === undefined) return false;
+    const { client } = this.loaded();
+    const page = await client.treePage({ sessionId: snap.info.sessionId, limit: TREE_PAGE, branch: first });
+    if (this._snapshot?.model !== snap.model) return false;
+    snap.model.addPage(page.lists[0], 'first');
+    return true;
+  }
+
+  private loaded(): { client: CompactdClient; snap: SessionSnapshot } {
+    const client = this.requireClient();
+    const snap = this._snapshot;
+    if (snap === undefined) throw new Error('no session is open');
+    return { client, snap };
+  }
+
+  private async refreshStats(): Promise<void> {
+    const snap = this._snapshot;
+    const client = this.client;
+    if (snap === undefined || client === undefined) return;
+    const stats = await client.tokenStats(snap.info.sessionId).then(
+      (s) => ({ stats: s, error: undefined }),
+      (e: unknown) => ({ stats: undefined, error: errorMessage(e) }),
+    );
+    if (this._snapshot !== snap) return;
+    this._snapshot = { ...snap, stats: stats.stats, statsError: stats.error };
+    this.updateEmitter.fire(this._snapshot);
   }
 
   private async load(): Promise<void> {
@@ -128,7 +181,7 @@ export class SessionView {
     if (current === undefined || client === undefined) return;
     const id = current.info.sessionId;
     const [tree, stats] = await Promise.all([
-      client.tree(id),
+      client.treePage({ sessionId: id, limit: TREE_PAGE }),
       client.tokenStats(id).then(
         (s) => ({ stats: s, error: undefined }),
         (e: unknown) => ({ stats: undefined, error: errorMessage(e) }),
@@ -138,7 +191,7 @@ export class SessionView {
     this._snapshot = {
       path: current.path,
       info: current.info,
-      model: buildTreeModel(tree),
+      model: new LazyTreeModel(tree),
       stats: stats.stats,
       statsError: stats.error,
     };

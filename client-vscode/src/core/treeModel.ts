@@ -44,10 +44,27 @@ export interface BranchGroup {
   readonly depth: number;
 }
 
-export type TreeElement = Row | BranchGroup;
+/** "Earlier / more entries…" at the start or end of a list that is only partly loaded (the lazy
+ * model, see lazyTree.ts); activating it loads one more page there. */
+export interface MoreRows {
+  readonly type: 'more';
+  /** `more:before:<list>` / `more:after:<list>`. */
+  readonly id: string;
+  /** The list: a branch's first entry id, or null for the top level. */
+  readonly list: string | null;
+  readonly direction: 'before' | 'after';
+  /** The loaded row the next page continues from. */
+  readonly cursor: string;
+  readonly parentRowId: string | undefined;
+  readonly depth: number;
+}
+
+export type TreeElement = Row | BranchGroup | MoreRows;
 
 export interface TreeModel {
   readonly leafId: string | null;
+  /** Entries in the session (the lazy model loads only some of them). */
+  readonly entryCount?: number;
   /** Entry rows in display order (depth first, as Pi lists them). */
   readonly rows: readonly Row[];
   readonly byId: ReadonlyMap<string, Row>;
@@ -174,7 +191,12 @@ export function ancestorsOf(model: TreeModel, id: string): TreeElement[] {
 
 /** Does the leaf live below this element? Such branch points and groups start expanded. */
 export function containsLeafPath(el: TreeElement): boolean {
+  if (el.type === 'more') return false;
   return el.type === 'branch' ? el.containsLeaf : el.isBranchPoint && el.node.onLeafPath;
+}
+
+export function moreText(el: MoreRows): RowText {
+  return { label: el.direction === 'before' ? 'Earlier entries…' : 'More entries…', description: 'load the next page' };
 }
 
 export interface KindInfo {

@@ -1,8 +1,8 @@
 // The side panel: elements from core/treeModel rendered as TreeItems. No logic beyond presentation.
 import * as vscode from 'vscode';
 import type { SessionSnapshot, SessionView } from '../core/sessionView';
-import { ancestorsOf, branchText, containsLeafPath, hasSummaryDocument, kindInfo, pathMarker, rowContextValue, rowText } from '../core/treeModel';
-import type { BranchGroup, Row, TreeElement } from '../core/treeModel';
+import { ancestorsOf, branchText, containsLeafPath, hasSummaryDocument, kindInfo, moreText, pathMarker, rowContextValue, rowText } from '../core/treeModel';
+import type { BranchGroup, MoreRows, Row, TreeElement } from '../core/treeModel';
 import type { ServerManager } from '../server';
 
 /** The argument entry commands receive from the tree. */
@@ -17,7 +17,13 @@ export interface BranchRef {
   readonly group: BranchGroup;
 }
 
-export type TreeRef = EntryRef | BranchRef;
+/** "Earlier entries…": loads one more page of a list when activated. */
+export interface MoreRef {
+  readonly sessionId: string;
+  readonly more: MoreRows;
+}
+
+export type TreeRef = EntryRef | BranchRef | MoreRef;
 
 /** The entry a command was invoked on, if it was invoked on an entry. */
 export function entryOf(ref: unknown): Row | undefined {
@@ -60,7 +66,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
       this.view.message = status.state === 'starting' ? 'Starting the compactd server…' : undefined;
     } else {
       const name = snap.info.name ?? snap.path.split(/[\\/]/).pop();
-      this.view.description = `${name ?? ''} · ${snap.model.rows.length} entries`;
+      this.view.description = `${name ?? ''} · ${snap.model.entryCount} entries`;
       const warnings = snap.info.warnings ?? [];
       this.view.message =
         warnings.length > 0 ? `${warnings.length} malformed line(s) skipped while loading (first: line ${warnings[0].line}).` : undefined;
@@ -77,21 +83,26 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
   private ref(el: TreeElement): TreeRef {
     const sessionId = this.session.sessionId ?? '';
     const known = this.refs.get(el.id);
-    if (known !== undefined && ('row' in known ? known.row : known.group) === el) return known;
-    const ref: TreeRef = el.type === 'entry' ? { sessionId, row: el } : { sessionId, group: el };
+    if (known !== undefined && SessionTreeProvider.elementOf(known) === el) return known;
+    const ref: TreeRef =
+      el.type === 'entry' ? { sessionId, row: el } : el.type === 'branch' ? { sessionId, group: el } : { sessionId, more: el };
     this.refs.set(el.id, ref);
     return ref;
   }
 
   private static elementOf(ref: TreeRef): TreeElement {
-    return 'row' in ref ? ref.row : ref.group;
+    return 'row' in ref ? ref.row : 'group' in ref ? ref.group : ref.more;
   }
 
-  getChildren(element?: TreeRef): TreeRef[] {
-    const model = this.session.snapshot?.model;
-    if (model === undefined) return [];
+  getChildren(element?: TreeRef): TreeRef[] | Promise<TreeRef[]> {
     const id = element === undefined ? undefined : SessionTreeProvider.elementOf(element).id;
-    return model.childrenOf(id).map((el) => this.ref(el));
+    const children = (): TreeRef[] => this.session.snapshot?.model.childrenOf(id).map((el) => this.ref(el)) ?? [];
+    // A branch's entries are fetched the first time its group is expanded; everything else is
+    // answered at once (the view then updates in the same tick as the model).
+    if (id !== undefined && this.session.snapshot?.model.needsLoad(id) !== undefined) {
+      return this.session.loadBranch(id).then(children);
+    }
+    return children();
   }
 
   getParent(element: TreeRef): TreeRef | undefined {
@@ -104,6 +115,16 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
 
   getTreeItem(element: TreeRef): vscode.TreeItem {
     const el = SessionTreeProvider.elementOf(element);
+    if (el.type === 'more') {
+      const text = moreText(el);
+      const item = new vscode.TreeItem(text.label, vscode.TreeItemCollapsibleState.None);
+      item.id = `${element.sessionId}:${el.id}`;
+      item.description = text.description;
+      item.contextValue = 'more';
+      item.iconPath = new vscode.ThemeIcon(el.direction === 'before' ? 'fold-up' : 'fold-down');
+      item.command = { command: 'compactd.loadMore', title: 'Load More Entries', arguments: [element] };
+      return item;
+    }
     const expandable = el.type === 'branch' || el.isBranchPoint;
     const state = !expandable
       ? vscode.TreeItemCollapsibleState.None

@@ -23,6 +23,7 @@ from compactd.session import Session
 from compactd.session.context_cache import ContextReportCache
 
 from .busy import BusyError, busy_reason
+from .tree_panel import TreePanel
 
 
 class UnknownSessionError(Exception):
@@ -54,6 +55,8 @@ class SessionHandle:
     context_cache: ContextReportCache = field(default_factory=ContextReportCache)
     # Serialized history text per entry, reused across dry runs (session/prepareCompaction).
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
+    # The side panel's tree index (paged session/tree); follows appends, rebuilt after a reload.
+    tree_panel: TreePanel = field(default_factory=TreePanel)
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)
@@ -65,8 +68,10 @@ class SessionHandle:
         self.totals.clear()
         self.context_cache.clear()
         self.text_cache = SerializedTextCache()
+        self.tree_panel.forget_figures()
         if token_counts:
             self.token_cache = ExactTokenCache()
+            self.tree_panel.forget()  # reloaded: the index would keep the old entries alive
 
     @property
     def session_id(self) -> str:

@@ -24,6 +24,7 @@ from compactd.engine import auto as engine_auto
 from compactd.engine import compactor, navigator, pruner
 from compactd.engine.busy import BusyError
 from compactd.engine.registry import SessionHandle
+from compactd.engine.tree_panel import CursorError
 from compactd.engine.settings import SettingsError, context_window_for_model, load_settings
 from compactd.session import Session
 from compactd.session.context import build_session_context
@@ -111,6 +112,10 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     size = path.stat().st_size if path.is_file() else 0
     session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd), size)
     handle = ls.registry.add(session)
+    if handle.session is session:
+        # The panel's tree index, built now in a worker so the first screen is only a page away.
+        panel = handle.tree_panel
+        await ls.off_loop(panel.warm, list(session.entries), session.by_id, session.generation)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
 
@@ -243,12 +248,27 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
     return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
 
 
-@method("session/tree", s.SessionParams)
-async def session_tree(ls: CompactdServer, params: s.SessionParams) -> dict[str, Any]:
+@method("session/tree", s.TreeParams)
+async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, Any]:
     handle = ls.registry.get(params.session_id)
     await resync(ls, handle)
-    snap = ls.snapshot(handle.session)
-    return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
+    session = handle.session
+    if params.limit is None:  # every node (the original answer)
+        snap = ls.snapshot(session)
+        return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
+    # Pages from the cached index: the worker reads the entries appended so far (appends on the
+    # loop only add to them) and the leaf captured here.
+    entries, by_id, leaf, generation = session.entries, session.by_id, session.leaf_id, session.generation
+    limit = params.limit
+
+    def build() -> dict[str, Any]:
+        try:
+            return handle.tree_panel.page(entries, by_id, generation, leaf, limit, params.branch,
+                                          params.after, params.before, top="branch" in params.model_fields_set)
+        except CursorError as exc:
+            raise invalid_params(str(exc)) from None
+
+    return await ls.off_loop(build)
 
 
 @method("session/entry", s.EntryParams)

@@ -98,6 +98,22 @@ class ContextParams(LeafParams):
     include_messages: bool = False
 
 
+class TreeParams(SessionParams):
+    # With `limit`: pages of the panel's lists instead of every node (protocol.md, session/tree).
+    limit: int | None = Field(default=None, ge=1, le=10000)
+    branch: NonEmpty | None = None
+    after: NonEmpty | None = None
+    before: NonEmpty | None = None
+
+    @pydantic.model_validator(mode="after")
+    def _one_cursor(self) -> "TreeParams":
+        if self.after is not None and self.before is not None:
+            raise ValueError("after, before: give at most one of them")
+        if self.limit is None and (self.branch is not None or self.after is not None or self.before is not None):
+            raise ValueError("limit: required with branch, after or before")
+        return self
+
+
 class EntryParams(SessionParams):
     entry_id: NonEmpty
 

@@ -24,8 +24,10 @@ from pygls.lsp.server import LanguageServer
 from compactd import __version__
 from compactd.compaction.exact_tokens import preload_counter
 from compactd.engine.registry import SessionHandle, SessionRegistry
+from compactd.engine.tree_panel import delta_nodes
 from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
 from compactd.session import Session, SessionView
+from compactd.session.tree import resolve_labels
 from compactd.summarize.base import Summarizer
 
 from .errors import Code, RpcError
@@ -48,6 +50,18 @@ class PathView:
     entries: list[dict[str, Any]]
     by_id: dict[str, dict[str, Any]]
     leaf_id: str | None
+
+def _tree_delta(session: Session, new: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a side panel needs to show appended entries without fetching the tree again: the new
+    entries as `session/tree` nodes, and the labels they set on entries (null: cleared)."""
+    labels = resolve_labels(new)
+    changed: dict[str, str | None] = {}
+    for entry in new:
+        target = entry.get("targetId")
+        if entry.get("type") == "label" and isinstance(target, str):
+            changed[target] = labels.get(target)
+    return {"nodes": delta_nodes(new, session.by_id, labels, session.leaf_id), "labels": changed}
+
 
 # Filled by handlers.py when it registers each method (the contract of architecture.md).
 METHODS: list[str] = []
@@ -161,16 +175,19 @@ class CompactdServer(LanguageServer):
                                                "leafId": session.leaf_id})
             if entry_ids is None:
                 return []
-        new_ids = [e["id"] for e in session.entries[handle.announced:]]
+        new_entries = session.entries[handle.announced:]
+        new_ids = [e["id"] for e in new_entries]
         handle.announced = len(session.entries)
         if kind == "rewritten" and new_ids:  # e.g. adopted from another writer during the rewrite
             self.notify("session/didChange", {"sessionId": handle.session_id, "kind": "appended",
-                                               "entryIds": new_ids, "leafId": session.leaf_id})
+                                               "entryIds": new_ids, "leafId": session.leaf_id,
+                                               **_tree_delta(session, new_entries)})
         ids = new_ids if entry_ids is None else entry_ids
         if kind == "appended" and not ids:
             return ids
+        delta = _tree_delta(session, new_entries) if kind in ("appended", "leafMoved") and new_entries else {}
         self.notify("session/didChange", {"sessionId": handle.session_id, "kind": kind, "entryIds": ids,
-                                           "leafId": session.leaf_id})
+                                           "leafId": session.leaf_id, **delta})
         return ids
 
     # --- running summarizations ----------------------------------------------------------------

@@ -1,0 +1,67 @@
+"""`session/tree` for a side panel through the real daemon (issue 14): the first screen of a long
+session (`limit`: the leaf's lists, one page each), one more page, a screen after an append, and
+the full answer (every node) for comparison."""
+
+from __future__ import annotations
+
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from bench import Case, Context, scenario
+from bench.lsp import Daemon
+
+LIMIT = 200  # rows per list: more than a panel shows at once
+
+
+@scenario("daemon_tree", description="session/tree through the daemon: the panel's first screen, a page, and every node (ms)")
+def daemon_tree(ctx: Context) -> Iterator[Case]:
+    count = ctx.entry_count()
+    k = 5 if ctx.smoke else 21
+    for kind, compactions in (("compacted, branches", True), ("one long path", False)):
+        source = ctx.entries_session(count, compactions=compactions)
+        measured: dict[str, list[float]] = {}
+
+        def measure(source: Path = source, measured: dict[str, list[float]] = measured) -> None:
+            with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
+                root = Path(tmp)
+                (root / "agent").mkdir()
+                copy = root / "long.jsonl"
+                copy.write_bytes(source.read_bytes())
+                with Daemon(env={"PI_CODING_AGENT_DIR": str(root / "agent")}, cwd=root) as daemon:
+                    daemon.initialize({"settings": {"compaction": {"enabled": False}}})
+                    sid = daemon.call("session/open", {"path": str(copy)}, timeout=600)["sessionId"]
+
+                    def timed(params: dict[str, object]) -> tuple[float, dict[str, object]]:
+                        t0 = time.perf_counter()
+                        result = daemon.call("session/tree", {"sessionId": sid, **params}, timeout=600)
+                        return time.perf_counter() - t0, result
+
+                    first, screen = timed({"limit": LIMIT})
+                    measured["first"] = [first]
+                    measured["screen"] = [timed({"limit": LIMIT})[0] for _ in range(k)]
+                    top = screen["lists"][0]  # type: ignore[index]
+                    cursor = top["rows"][0]["id"]
+                    branch = top["branch"]
+                    measured["page"] = [timed({"limit": LIMIT, "branch": branch, "before": cursor})[0] for _ in range(k)]
+                    after: list[float] = []
+                    for i in range(k):
+                        daemon.call("session/append", {"sessionId": sid, "entries": [{"type": "message", "message": {
+                            "role": "user", "content": f"next step {i}", "timestamp": 1_760_000_000_000 + i}}]})
+                        after.append(timed({"limit": LIMIT})[0])
+                    measured["append"] = after
+                    measured["full"] = [timed({})[0]]
+
+        def samples(key: str, measure=measure, measured: dict[str, list[float]] = measured) -> list[float]:
+            if not measured:
+                measure()
+            return measured[key]
+
+        note = {"entries": count, "limit": LIMIT, "session": kind}
+        label = f"{count // 1000}k entries, {kind}"
+        yield Case(f"first screen after open, {label}", lambda s=samples: s("first"), unit="ms", sampled=True, extra=note)
+        yield Case(f"screen again, {label}", lambda s=samples: s("screen"), unit="ms", sampled=True, extra=note)
+        yield Case(f"page of {LIMIT} earlier rows, {label}", lambda s=samples: s("page"), unit="ms", sampled=True, extra=note)
+        yield Case(f"screen after an append, {label}", lambda s=samples: s("append"), unit="ms", sampled=True, extra=note)
+        yield Case(f"every node (no limit), {label}", lambda s=samples: s("full"), unit="ms", sampled=True, extra=note)

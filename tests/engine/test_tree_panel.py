@@ -1,0 +1,201 @@
+"""The paged side-panel tree (issue 14): pages reassemble exactly into the full `session/tree`
+answer, whatever the shape (branches, several roots, orphans, a parentId cycle), and an index
+extended by appends answers exactly as one built from scratch."""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from compactd.compaction import reports
+from compactd.engine.tree_panel import TreePanel, summarized_entries
+from compactd.session import Session
+from compactd.session.tree import path_to
+from compactd.session.views import tree_report
+
+Entry = dict[str, Any]
+
+
+def _entry(i: int, parent: str | None, rng: random.Random, ids: list[str]) -> Entry:
+    eid = f"e{i:04d}"
+    ts = f"2025-01-01T00:{rng.randrange(60):02d}:{rng.randrange(60):02d}.000Z"
+    base = {"id": eid, "parentId": parent, "timestamp": ts}
+    roll = rng.random()
+    if roll < 0.05 and ids:
+        return {**base, "type": "compaction", "summary": f"summary {i}", "firstKeptEntryId": rng.choice(ids),
+                "tokensBefore": 1000 + i}
+    if roll < 0.1 and ids:
+        return {**base, "type": "branch_summary", "summary": f"branch {i}", "fromId": rng.choice(ids)}
+    if roll < 0.15 and ids:
+        return {**base, "type": "label", "targetId": rng.choice(ids), "label": rng.choice(["x", "y", ""])}
+    role = "user" if i % 2 else "assistant"
+    return {**base, "type": "message", "message": {"role": role, "content": [{"type": "text", "text": f"t{i}\nmore"}]}}
+
+
+def random_entries(seed: int, n: int) -> list[Entry]:
+    rng = random.Random(seed)
+    entries: list[Entry] = []
+    ids: list[str] = []
+    for i in range(n):
+        roll = rng.random()
+        if not ids or roll < 0.02:
+            parent = None
+        elif roll < 0.03:
+            parent = "missing-" + str(i)  # an orphan: shown as a root
+        elif roll < 0.25:
+            parent = rng.choice(ids)  # a branch somewhere
+        else:
+            parent = ids[-1]
+        entry = _entry(i, parent, rng, ids)
+        entries.append(entry)
+        ids.append(entry["id"])
+    return entries
+
+
+def session_of(entries: list[Entry], leaf: str | None) -> Session:
+    session = Session({"type": "session", "version": 3, "id": "s", "timestamp": "t", "cwd": "/"}, entries)
+    session.leaf_id = leaf
+    return session
+
+
+def full_nodes(session: Session) -> list[dict[str, Any]]:
+    return reports.summary_figures(session, tree_report(session))["nodes"]
+
+
+def page(panel: TreePanel, session: Session, **kw: Any) -> dict[str, Any]:
+    return panel.page(session.entries, session.by_id, session.generation, session.leaf_id, kw.pop("limit", 3), **kw)
+
+
+def whole_list(panel: TreePanel, session: Session, branch: str | None, limit: int) -> list[dict[str, Any]]:
+    answer = page(panel, session, limit=limit, branch=branch, top=branch is None)["lists"][0]
+    rows = list(answer["rows"])
+    assert answer["hasMoreBefore"] is False
+    while answer["hasMoreAfter"]:
+        answer = page(panel, session, limit=limit, branch=branch, after=rows[-1]["id"])["lists"][0]
+        assert answer["rows"] and len(answer["rows"]) <= limit
+        rows += answer["rows"]
+    return rows
+
+
+def reassemble(panel: TreePanel, session: Session, limit: int) -> list[dict[str, Any]]:
+    """Every node in the full tree's order, from pages only: a list's rows, and below each branch
+    point the lists of its branches."""
+    out: list[dict[str, Any]] = []
+
+    def expand(branch: str | None) -> None:
+        for row in whole_list(panel, session, branch, limit):
+            branches = row.pop("branches", None)
+            out.append(row)
+            for item in branches or []:
+                expand(item["first"]["id"])
+
+    expand(None)
+    return out
+
+
+def subtree_sizes(nodes: list[dict[str, Any]]) -> dict[str, int]:
+    by_id = {n["id"]: n for n in nodes}
+    size: dict[str, int] = {}
+    for node in reversed(nodes):
+        size[node["id"]] = 1 + sum(size[c] for c in node["children"] if c in size)
+    assert len(size) == len(by_id)
+    return size
+
+
+def check_branches(panel: TreePanel, session: Session, full: list[dict[str, Any]]) -> None:
+    by_id = {n["id"]: n for n in full}
+    sizes = subtree_sizes(full)
+    for list_ in page(panel, session, limit=10_000)["lists"]:
+        for row in list_["rows"]:
+            if len(row["children"]) > 1:
+                assert [b["first"] for b in row["branches"]] == [by_id[c] for c in row["children"]]
+                assert [b["entryCount"] for b in row["branches"]] == [sizes[c] for c in row["children"]]
+            else:
+                assert "branches" not in row
+
+
+def test_pages_reassemble_into_the_full_tree() -> None:
+    for seed in range(12):
+        entries = random_entries(seed, 300)
+        rng = random.Random(seed)
+        leaf = rng.choice(entries)["id"]
+        session = session_of(entries, leaf)
+        full = full_nodes(session)
+        for limit in (1, 4, 50):
+            assert reassemble(TreePanel(), session, limit) == full, (seed, limit)
+        check_branches(TreePanel(), session, full)
+
+
+def test_a_parent_cycle_is_cut_as_in_the_full_tree() -> None:
+    entries = random_entries(3, 40)
+    entries[10]["parentId"], entries[11]["parentId"] = entries[11]["id"], entries[10]["id"]
+    session = session_of(entries, entries[-1]["id"])
+    assert reassemble(TreePanel(), session, 5) == full_nodes(session)
+
+
+def test_leaf_screen_lists_the_path_and_pages_around_it() -> None:
+    for seed in range(8):
+        entries = random_entries(100 + seed, 400)
+        leaf = random.Random(seed).choice(entries)["id"]
+        session = session_of(entries, leaf)
+        full = {n["id"]: n for n in full_nodes(session)}
+        panel = TreePanel()
+        screen = page(panel, session, limit=5)
+        assert screen["leafId"] == leaf and screen["entryCount"] == len(entries)
+        # The lists go from the top level down to the leaf's, each through the path's row there.
+        on_path = [e["id"] for e in path_to(session.by_id, leaf)]
+        throughs = [p["throughId"] for p in screen["leafPath"]]
+        assert throughs[-1] == leaf and all(t in on_path for t in throughs)
+        assert [lst["branch"] for lst in screen["lists"]] == [p["branch"] for p in screen["leafPath"]]
+        for lst, path in zip(screen["lists"], screen["leafPath"]):
+            ids = [r["id"] for r in lst["rows"]]
+            assert path["throughId"] in ids and ids.index(path["throughId"]) <= 4
+            # Paging both ways from the screen gives the whole list.
+            rows = list(lst["rows"])
+            more_before, more_after = lst["hasMoreBefore"], lst["hasMoreAfter"]
+            while more_before:
+                got = page(panel, session, limit=7, branch=lst["branch"], before=rows[0]["id"])["lists"][0]
+                rows = got["rows"] + rows
+                more_before = got["hasMoreBefore"]
+            while more_after:
+                got = page(panel, session, limit=7, branch=lst["branch"], after=rows[-1]["id"])["lists"][0]
+                rows += got["rows"]
+                more_after = got["hasMoreAfter"]
+            assert [r["id"] for r in rows] == [r["id"] for r in whole_list(TreePanel(), session, lst["branch"], 9)]
+            for row in rows:
+                row.pop("branches", None)
+                assert row == full[row["id"]]
+
+
+def test_appends_extend_the_index_like_a_fresh_build() -> None:
+    for seed in range(6):
+        everything = random_entries(200 + seed, 300)
+        session = session_of(everything[:100], everything[99]["id"])
+        panel = TreePanel()
+        page(panel, session)  # builds the index
+        built = panel._index
+        for entry in everything[100:]:
+            session._commit(entry)  # what an append does in memory (the leaf follows)
+            if random.Random(entry["id"]).random() < 0.2:
+                assert reassemble(panel, session, 6) == full_nodes(session)
+        assert reassemble(panel, session, 6) == reassemble(TreePanel(), session, 6) == full_nodes(session)
+        index, fresh = panel._index, TreePanel()
+        page(fresh, session)
+        assert index is not None and fresh._index is not None
+        if index is built:  # followed every append (no orphan's parent arrived late)
+            for name in ("parent", "kids", "roots", "head", "pos", "run_end", "size", "labels"):
+                assert getattr(index, name) == getattr(fresh._index, name), name
+
+
+def test_summarized_entries_meets_the_summary_path_like_the_full_walk() -> None:
+    entries = random_entries(7, 500)
+    by_id = {e["id"]: e for e in entries}
+    for entry in entries:
+        if entry["type"] != "branch_summary":
+            continue
+        on_path = {e["id"] for e in path_to(by_id, entry["id"])}
+        count, current = 0, by_id.get(entry["fromId"])
+        while current is not None and current["id"] not in on_path:
+            count += 1
+            current = by_id.get(current.get("parentId"))
+        assert summarized_entries(by_id, entry) == count
