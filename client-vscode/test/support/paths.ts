@@ -1,4 +1,4 @@
-// Where the repository, the shared fixtures and the Python interpreter are.
+// Where the repository, its test fixtures and the Python interpreter are.
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
@@ -14,9 +14,9 @@ export function repoRoot(): string {
   }
 }
 
-/** The real Pi session shipped beside the repository (read it in place; copy only to a temp dir). */
+/** The real Pi session in the repository's own test fixtures (read it in place; copy only to a temp dir). */
 export function piFixture(): string {
-  return path.join(repoRoot(), '..', 'shared', 'fixtures', 'pi-before-compaction.v1.jsonl');
+  return path.join(repoRoot(), 'tests', 'fixtures', 'pi-before-compaction.v1.jsonl');
 }
 
 /** CI installs the project into a venv and runs us there; locally set COMPACTD_PYTHON. */
@@ -41,6 +41,6 @@ export function fixtureCopy(): string {
   const dir = tempDir();
   const dest = path.join(dir, path.basename(piFixture()));
   fs.copyFileSync(piFixture(), dest);
-  fs.chmodSync(dest, 0o644); // shared/ is read-only; a user's session file is not
+  fs.chmodSync(dest, 0o644); // the checkout's copy may be read-only; a user's session file is not
   return dest;
 }
