@@ -41,7 +41,7 @@ FIXTURE_NAMES = (
     ("pi-mono session.jsonl", "real-pi/pi-mono-root-session.jsonl"),
     ("prompt-cache replay", "real-pi/prompt-cache-replay-session.jsonl"),
 )
-FIXTURE_DIRS = (REPO_ROOT / "tests" / "fixtures", REPO_ROOT.parent / "shared" / "fixtures")
+FIXTURE_DIRS = (REPO_ROOT / "tests" / "fixtures",)
 
 _peer_status: dict[str, str | None] = {}
 
