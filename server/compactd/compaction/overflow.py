@@ -18,62 +18,58 @@ __all__ = [
     "context_window_from_error_text",
 ]
 
+
+def _compile(*patterns: str) -> tuple[re.Pattern[str], ...]:
+    return tuple(re.compile(p, re.IGNORECASE) for p in patterns)
+
+
 # Messages that mention limits but are throttling, not context size (checked first).
-NON_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"^(Throttling error|Service unavailable):",
-        r"rate limit",
-        r"too many requests",
-    )
+NON_OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = _compile(
+    r"^(Throttling error|Service unavailable):",
+    r"rate limit",
+    r"too many requests",
 )
 
 # Provider phrasings of "the prompt does not fit" (Anthropic, OpenAI, Google, Bedrock, Mistral,
 # xAI, Groq, OpenRouter, llama.cpp, LM Studio, vLLM, Ollama, Cerebras, ...).
-OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"prompt is too long",
-        r"request_too_large",
-        r"input is too long for requested model",
-        r"exceeds the context window",
-        r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))",
-        r"input token count.*exceeds the maximum",
-        r"maximum prompt length is \d+",
-        r"reduce the length of the messages",
-        r"maximum context length is \d+ tokens",
-        r"exceeds (?:the )?maximum allowed input length of [\d,]+ tokens?",
-        r"input \(\d+ tokens\) is longer than the model'?s context length \(\d+ tokens\)",
-        r"exceeds the limit of \d+",
-        r"exceeds the available context size",
-        r"greater than the context length",
-        r"context window exceeds limit",
-        r"exceeded model token limit",
-        r"too large for model with \d+ maximum context length",
-        r"model_context_window_exceeded",
-        r"prompt too long; exceeded (?:max )?context length",
-        r"this model.?s maximum context length is \d+",
-        r"requested \d+ output tokens",
-        r"prompt contains.*\d+ input tokens",
-        r"for a total of.*\d+ tokens",
-        r"context[_ ]length[_ ]exceeded",
-        r"too many tokens",
-        r"token limit exceeded",
-        r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
-        # compactd addition: llama-cpp-python's own text when it reaches the client unformatted.
-        r"requested tokens \(\d+\) exceed context window",
-    )
+OVERFLOW_PATTERNS: tuple[re.Pattern[str], ...] = _compile(
+    r"prompt is too long",
+    r"request_too_large",
+    r"input is too long for requested model",
+    r"exceeds the context window",
+    r"exceeds (?:the )?(?:model'?s )?maximum context length(?: of [\d,]+ tokens?|\s*\([\d,]+\))",
+    r"input token count.*exceeds the maximum",
+    r"maximum prompt length is \d+",
+    r"reduce the length of the messages",
+    r"maximum context length is \d+ tokens",
+    r"exceeds (?:the )?maximum allowed input length of [\d,]+ tokens?",
+    r"input \(\d+ tokens\) is longer than the model'?s context length \(\d+ tokens\)",
+    r"exceeds the limit of \d+",
+    r"exceeds the available context size",
+    r"greater than the context length",
+    r"context window exceeds limit",
+    r"exceeded model token limit",
+    r"too large for model with \d+ maximum context length",
+    r"model_context_window_exceeded",
+    r"prompt too long; exceeded (?:max )?context length",
+    r"this model.?s maximum context length is \d+",
+    r"requested \d+ output tokens",
+    r"prompt contains.*\d+ input tokens",
+    r"for a total of.*\d+ tokens",
+    r"context[_ ]length[_ ]exceeded",
+    r"too many tokens",
+    r"token limit exceeded",
+    r"^4(?:00|13)\s*(?:status code)?\s*\(no body\)",
+    # compactd addition: llama-cpp-python's own text when it reaches the client unformatted.
+    r"requested tokens \(\d+\) exceed context window",
 )
 
 # Where servers name the window in their overflow text (llama.cpp, llama-cpp-python, vLLM, OpenAI).
-_WINDOW_IN_TEXT: tuple[re.Pattern[str], ...] = tuple(
-    re.compile(p, re.IGNORECASE)
-    for p in (
-        r"available context size \((\d+) tokens?\)",
-        r"exceeds? context window of (\d+)",
-        r"maximum context length is (\d+) tokens",
-        r"\bn_ctx\W+(\d+)",
-    )
+_WINDOW_IN_TEXT: tuple[re.Pattern[str], ...] = _compile(
+    r"available context size \((\d+) tokens?\)",
+    r"exceeds? context window of (\d+)",
+    r"maximum context length is (\d+) tokens",
+    r"\bn_ctx\W+(\d+)",
 )
 
 

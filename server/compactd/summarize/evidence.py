@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -799,8 +800,8 @@ class _Pass:
         ev.pending = [
             f"{_describe(c)} (no result yet)" for c in self.pending.values() if c.seq == self.last_assistant_seq
         ]
-        ev.constraints = _dedupe(clip(s) for s in ev.constraints)
-        ev.mentions = _dedupe(ev.mentions)
+        ev.constraints = dedupe(clip(s) for s in ev.constraints)
+        ev.mentions = dedupe(ev.mentions)
         return ev
 
 
@@ -834,15 +835,17 @@ def _describe(call: Call) -> str:
     return f"{call.name}({shown})"
 
 
-def _norm(text: str) -> str:
+def norm(text: str) -> str:
+    """Lower case, punctuation and spacing folded: the key two wordings of one item share."""
     return re.sub(r"\W+", " ", text.lower()).strip()
 
 
-def _dedupe(items: Any) -> list[str]:
+def dedupe(items: Iterable[str]) -> list[str]:
+    """Non-empty items in order, the first of each `norm` key kept."""
     seen: set[str] = set()
     out = []
     for it in items:
-        k = _norm(it)
+        k = norm(it)
         if it and k not in seen:
             seen.add(k)
             out.append(it)

@@ -57,7 +57,7 @@ from typing import Any
 
 from ..compaction.prompts import BRANCH_SUMMARY_HEADINGS, SUMMARY_HEADINGS, TURN_PREFIX_HEADINGS
 from .base import OnText, SummaryKind, SummaryRequest, SummaryResult
-from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, looks_failed, sentences
+from .evidence import CONSTRAINT_RE, TYPED_ERROR_RE, Evidence, clip, collect, dedupe, looks_failed, norm, sentences
 
 __all__ = [
     "ExtractiveSummarizer",
@@ -131,21 +131,6 @@ _PATH = re.compile(
 
 def _u16(text: str) -> int:
     return len(text.encode("utf-16-le")) // 2
-
-
-def _norm(text: str) -> str:
-    return re.sub(r"\W+", " ", text.lower()).strip()
-
-
-def _dedupe(items: Iterable[str]) -> list[str]:
-    seen: set[str] = set()
-    out = []
-    for it in items:
-        k = _norm(it)
-        if it and k not in seen:
-            seen.add(k)
-            out.append(it)
-    return out
 
 
 def _tokens(text: str) -> set[str]:
@@ -396,7 +381,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
             lines.append(_Line(section, it, _PRIORITY[section] if priority is None else priority, counter))
 
     def capped(section: str, items: list[str]) -> list[str]:
-        items = _dedupe(items)
+        items = dedupe(items)
         cap = _CAPS[section]
         return items[-cap:] if len(items) > cap else items
 
@@ -446,7 +431,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     tasks = [_goal(t) for _, t in ev.tasks]
     if len(tasks) > 5:
         tasks = tasks[:2] + tasks[-3:]
-    goals = _dedupe([*prev.get(GOAL, [])[:3], *tasks])
+    goals = dedupe([*prev.get(GOAL, [])[:3], *tasks])
     if len(goals) > _CAPS[GOAL]:
         goals = goals[:2] + goals[-(_CAPS[GOAL] - 2) :]
     add(GOAL, goals)
@@ -456,7 +441,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     done_items = [("prev", t) for t in prev.get(DONE, [])] + [("prev", t) for t in moved]
     done_items += done_new + [("fixed", t) for t in fixed] + [("check", t) for t in checks_ok]
     seen: set[str] = set()
-    done_items = [(k, t) for k, t in done_items if not (_norm(t) in seen or seen.add(_norm(t)))]  # type: ignore[func-returns-value]
+    done_items = [(k, t) for k, t in done_items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
     add(DONE, _trim_done(done_items, _CAPS[DONE]))
 
     in_progress: list[str] = []
@@ -476,7 +461,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     while len(decisions) > _CAPS[DECISIONS]:  # plain choices go before rejections and user quotes
         idx = next((i for i, (k, _) in enumerate(decisions) if k in ("assistant", "prev")), 0)
         decisions.pop(idx)
-    add(DECISIONS, _dedupe(t for _, t in decisions))
+    add(DECISIONS, dedupe(t for _, t in decisions))
 
     nexts: list[str] = []
     if open_work and last_task:
@@ -491,7 +476,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
     nexts += [f"Fix: {clip(f.line, _MAX_ERROR)} (from {f.call.short()})" for f in ev.errors[-2:]]
     if not nexts and ev.final_text and ev.tasks and not prev.get(NEXT):
         nexts.append("Nothing pending: the last request was answered; wait for the user's next one")
-    add(NEXT, capped(NEXT, _dedupe(nexts) if nexts else prev.get(NEXT, [])))
+    add(NEXT, capped(NEXT, dedupe(nexts) if nexts else prev.get(NEXT, [])))
 
     if kind == SummaryKind.HISTORY:
         critical, modified, mentions, renamed, deleted = [], [], [], [], []
@@ -505,9 +490,9 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
                 critical.append(item)
         critical += [_USER_ERROR + e for e in ev.user_errors[-4:]]
         critical += [f"Error from {f.call.short()}: {clip(f.line, _MAX_ERROR)}" for f in ev.errors]
-        renamed = _dedupe([*renamed, *(f"{a} → {b}" for a, b in ev.renamed)])
-        deleted = _dedupe([*deleted, *ev.deleted])
-        modified = _dedupe([*modified, *ev.modified])
+        renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in ev.renamed)])
+        deleted = dedupe([*deleted, *ev.deleted])
+        modified = dedupe([*modified, *ev.modified])
         for src, dst in ev.renamed:
             modified = [dst if m == src else m for m in modified]
         modified = [m for m in modified if m not in deleted]
@@ -518,7 +503,7 @@ def _build_lines(kind: SummaryKind, ev: Evidence, previous: list[dict[str, list[
         if deleted:
             critical.append(_FILES_DELETED + ", ".join(deleted[-20:]))
         add(CRITICAL, capped(CRITICAL, critical))
-        mentions = _dedupe([*mentions, *(clip(m, 120) for m in ev.mentions)])
+        mentions = dedupe([*mentions, *(clip(m, 120) for m in ev.mentions)])
         if mentions:  # least important: the first thing to go when the budget is tight
             add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)
     return lines
