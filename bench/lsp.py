@@ -5,6 +5,7 @@ A reader thread parses `Content-Length` frames; responses wake the waiting calle
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 
@@ -12,9 +13,11 @@ import orjson
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any, Self
 
 from bench.harness import REPO_ROOT
@@ -122,3 +125,17 @@ class Daemon:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def daemon_on_copy(source: Path, timeout: float = 600) -> Iterator[tuple[Daemon, str]]:
+    """A daemon (automatic compaction off, agent dir in a temp folder) with a private copy of
+    `source` open: yields the daemon and the session id."""
+    with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
+        root = Path(tmp)
+        (root / "agent").mkdir()
+        copy = root / "long.jsonl"
+        copy.write_bytes(source.read_bytes())
+        with Daemon(env={"PI_CODING_AGENT_DIR": str(root / "agent")}, cwd=root) as daemon:
+            daemon.initialize({"settings": {"compaction": {"enabled": False}}})
+            yield daemon, daemon.call("session/open", {"path": str(copy)}, timeout=timeout)["sessionId"]

@@ -20,7 +20,7 @@ import orjson
 from compactd.samples import write_session
 
 from bench import Case, Context, scenario
-from bench.lsp import Daemon
+from bench.lsp import Daemon, daemon_on_copy
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 KEY_ENV = "X_KEY"
@@ -201,24 +201,17 @@ def daemon_first_count(ctx: Context) -> Iterator[Case]:
     measured: dict[str, list[float]] = {}
 
     def measure() -> None:
-        with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
-            root = Path(tmp)
-            (root / "agent").mkdir()
-            copy = root / "long.jsonl"
-            copy.write_bytes(source.read_bytes())
-            with Daemon(env={"PI_CODING_AGENT_DIR": str(root / "agent")}, cwd=root) as daemon:
-                daemon.initialize({"settings": {"compaction": {"enabled": False}}})
-                session_id = daemon.call("session/open", {"path": str(copy)}, timeout=600)["sessionId"]
-                entry_id = daemon.call("session/context", {"sessionId": session_id})["leafId"]
-                _round_trips(daemon, session_id, entry_id, 20, 0)  # warm up
-                t0 = time.perf_counter()
-                stats = daemon.start("session/tokenStats", {"sessionId": session_id})
-                latencies: list[float] = []
-                while not daemon.answered(stats):
-                    latencies += _round_trips(daemon, session_id, entry_id, 1, 0)
-                daemon.wait(stats, timeout=600)
-                measured["first"] = [time.perf_counter() - t0]
-                measured["others"] = latencies or [0.0]
+        with daemon_on_copy(source) as (daemon, session_id):
+            entry_id = daemon.call("session/context", {"sessionId": session_id})["leafId"]
+            _round_trips(daemon, session_id, entry_id, 20, 0)  # warm up
+            t0 = time.perf_counter()
+            stats = daemon.start("session/tokenStats", {"sessionId": session_id})
+            latencies: list[float] = []
+            while not daemon.answered(stats):
+                latencies += _round_trips(daemon, session_id, entry_id, 1, 0)
+            daemon.wait(stats, timeout=600)
+            measured["first"] = [time.perf_counter() - t0]
+            measured["others"] = latencies or [0.0]
 
     def samples(key: str) -> list[float]:
         if not measured:

@@ -4,13 +4,12 @@ the full answer (every node) for comparison."""
 
 from __future__ import annotations
 
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from bench import Case, Context, scenario
-from bench.lsp import Daemon
+from bench.lsp import daemon_on_copy
 
 LIMIT = 200  # rows per list: more than a panel shows at once
 
@@ -24,34 +23,26 @@ def daemon_tree(ctx: Context) -> Iterator[Case]:
         measured: dict[str, list[float]] = {}
 
         def measure(source: Path = source, measured: dict[str, list[float]] = measured) -> None:
-            with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
-                root = Path(tmp)
-                (root / "agent").mkdir()
-                copy = root / "long.jsonl"
-                copy.write_bytes(source.read_bytes())
-                with Daemon(env={"PI_CODING_AGENT_DIR": str(root / "agent")}, cwd=root) as daemon:
-                    daemon.initialize({"settings": {"compaction": {"enabled": False}}})
-                    sid = daemon.call("session/open", {"path": str(copy)}, timeout=600)["sessionId"]
+            with daemon_on_copy(source) as (daemon, sid):
+                def timed(params: dict[str, object]) -> tuple[float, dict[str, object]]:
+                    t0 = time.perf_counter()
+                    result = daemon.call("session/tree", {"sessionId": sid, **params}, timeout=600)
+                    return time.perf_counter() - t0, result
 
-                    def timed(params: dict[str, object]) -> tuple[float, dict[str, object]]:
-                        t0 = time.perf_counter()
-                        result = daemon.call("session/tree", {"sessionId": sid, **params}, timeout=600)
-                        return time.perf_counter() - t0, result
-
-                    first, screen = timed({"limit": LIMIT})
-                    measured["first"] = [first]
-                    measured["screen"] = [timed({"limit": LIMIT})[0] for _ in range(k)]
-                    top = screen["lists"][0]  # type: ignore[index]
-                    cursor = top["rows"][0]["id"]
-                    branch = top["branch"]
-                    measured["page"] = [timed({"limit": LIMIT, "branch": branch, "before": cursor})[0] for _ in range(k)]
-                    after: list[float] = []
-                    for i in range(k):
-                        daemon.call("session/append", {"sessionId": sid, "entries": [{"type": "message", "message": {
-                            "role": "user", "content": f"next step {i}", "timestamp": 1_760_000_000_000 + i}}]})
-                        after.append(timed({"limit": LIMIT})[0])
-                    measured["append"] = after
-                    measured["full"] = [timed({})[0]]
+                first, screen = timed({"limit": LIMIT})
+                measured["first"] = [first]
+                measured["screen"] = [timed({"limit": LIMIT})[0] for _ in range(k)]
+                top = screen["lists"][0]  # type: ignore[index]
+                cursor = top["rows"][0]["id"]
+                branch = top["branch"]
+                measured["page"] = [timed({"limit": LIMIT, "branch": branch, "before": cursor})[0] for _ in range(k)]
+                after: list[float] = []
+                for i in range(k):
+                    daemon.call("session/append", {"sessionId": sid, "entries": [{"type": "message", "message": {
+                        "role": "user", "content": f"next step {i}", "timestamp": 1_760_000_000_000 + i}}]})
+                    after.append(timed({"limit": LIMIT})[0])
+                measured["append"] = after
+                measured["full"] = [timed({})[0]]
 
         def samples(key: str, measure=measure, measured: dict[str, list[float]] = measured) -> list[float]:
             if not measured:
