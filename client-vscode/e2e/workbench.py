@@ -84,6 +84,16 @@ class Workbench:
         loc = self.page.locator(f"{TREE_PANE} .message")
         return loc.inner_text() if loc.count() else ""
 
+    def wait_for_tree_message(self, text: str, timeout: float = 15) -> str:
+        """The view renders its message on its own schedule, after the status bar may already
+        have changed; poll until it says `text`."""
+        deadline = time.monotonic() + timeout
+        while text not in (message := self.tree_message()):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"the tree's message never said {text!r}: {message!r}")
+            time.sleep(0.1)
+        return message
+
     def notifications(self) -> list[str]:
         """Texts of the notification toasts on screen, newest last."""
         texts = self.page.evaluate(
