@@ -44,7 +44,10 @@ def targets(rows: list[dict[str, Any]]) -> str:
                      f"| max ≤ 20 ms |")
     for row in rows:
         if row["scenario"] == "cli_prepare":
-            lines.append(f"| `{row['case'].split(',')[0]} FILE --json` wall time, {', '.join(row['case'].split(', ')[1:])} "
+            parts = row["case"].split(", ")
+            flags = " --show-text" if parts[-1] == "with text" else ""
+            where = ", ".join(p for p in parts[1:] if p != "with text")
+            lines.append(f"| `{parts[0]} FILE --json{flags}` wall time, {where} "
                          f"({row['extra']['bytes'] / 1e6:.0f} MB) | {row['median']:.2f} s | ≤ 2 s |")
     rss = [r for r in rows if r["scenario"] == "vs_pi" and r["extra"]["vs"]["step"] == "rss"
            and "Δrss/size" in r.get("derived", {}) and r["extra"]["bytes"] > 1_000_000]

@@ -1,5 +1,6 @@
 """`compactd prepare FILE --json` as a command (start-up, open, dry run, JSON out): wall time on the
-long generated sessions, compacted and uncompacted."""
+long generated sessions, compacted and uncompacted; and with `--show-text`, which adds the
+conversation text (tens of megabytes on the uncompacted path)."""
 
 from __future__ import annotations
 
@@ -18,9 +19,11 @@ def cli_prepare(ctx: Context) -> Iterator[Case]:
         path = ctx.entries_session(count, compactions=compactions)
         kind = "compacted" if compactions else "uncompacted"
 
-        def run(path=path) -> None:
-            subprocess.run([sys.executable, "-m", "compactd", "prepare", str(path), "--json"], cwd=REPO_ROOT,
-                           check=True, stdout=subprocess.DEVNULL)
+        for flags in ((), ("--show-text",)):
 
-        yield Case(f"compactd prepare, {count // 1000}k entries, {kind}", run, unit="s", max_repeats=3,
-                   extra={"bytes": path.stat().st_size})
+            def run(path=path, flags=flags) -> None:
+                subprocess.run([sys.executable, "-m", "compactd", "prepare", str(path), "--json", *flags],
+                               cwd=REPO_ROOT, check=True, stdout=subprocess.DEVNULL)
+
+            label = f"compactd prepare, {count // 1000}k entries, {kind}" + (", with text" if flags else "")
+            yield Case(label, run, unit="s", max_repeats=3, extra={"bytes": path.stat().st_size})

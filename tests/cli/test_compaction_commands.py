@@ -54,7 +54,7 @@ def _work_session() -> Builder:
 
 
 def test_prepare_json_on_the_real_fixture(pi_fixture: Path) -> None:
-    report = run_json("prepare", str(pi_fixture))
+    report = run_json("prepare", str(pi_fixture), "--show-text")
     assert list(report) == PREPARE_KEYS
     prep = prepare_compaction(Session.open(pi_fixture).get_branch(), CompactionSettings())
     assert report["firstKeptEntryId"] == prep.first_kept_entry_id
@@ -64,6 +64,15 @@ def test_prepare_json_on_the_real_fixture(pi_fixture: Path) -> None:
     assert report["conversationText"] == serialize_messages([m.message for m in prep.messages_to_summarize])
     assert report["previousSummary"].startswith("# Context Checkpoint")
     assert report["isSplitTurn"] is (report["turnPrefixText"] is not None)
+
+
+def test_prepare_json_leaves_the_text_out_unless_asked(pi_fixture: Path) -> None:
+    """The text is most of a long dry run's bytes and time: opt-in, as in the readable form."""
+    without = run_json("prepare", str(pi_fixture))
+    assert list(without) == [k for k in PREPARE_KEYS if k not in ("conversationText", "turnPrefixText")]
+    with_text = run_json("prepare", str(pi_fixture), "--show-text")
+    assert {k: v for k, v in with_text.items() if k in without} == without
+    assert with_text["conversationText"].startswith("[User]: ")
 
 
 def test_prepare_options_and_null_result(tmp_path: Path) -> None:

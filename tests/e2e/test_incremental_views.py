@@ -26,7 +26,7 @@ async def _same_as_cli(client: TestClient, sid: str, path: Path, window: int) ->
     assert {k: stats[k] for k in fresh if k not in ("contextWindow", "threshold", "percent", "shouldCompact")} == \
         {k: fresh[k] for k in fresh if k not in ("contextWindow", "threshold", "percent", "shouldCompact")}
     prepared = await call(client, "session/prepareCompaction", {"sessionId": sid, "keepRecentTokens": 300})
-    assert prepared == cli_json("prepare", str(path), "--keep-recent-tokens", "300")
+    assert prepared == cli_json("prepare", str(path), "--keep-recent-tokens", "300", "--show-text")
 
 
 async def test_views_after_appends_navigation_and_prune_match_a_fresh_computation(client: TestClient,

@@ -240,10 +240,10 @@ async def test_stats_and_prepare_match_the_cli(client: TestClient, tmp_path: Pat
     assert at_leaf["estimatedTokens"] < stats["estimatedTokens"]
 
     prepared = await call(client, "session/prepareCompaction", {"sessionId": "e2e-session"})
-    assert prepared == cli_json("prepare", str(path), "--keep-recent-tokens", "700", "--reserve-tokens", "9000")
+    assert prepared == cli_json("prepare", str(path), "--keep-recent-tokens", "700", "--reserve-tokens", "9000", "--show-text")
     assert prepared["firstKeptEntryId"] in ids and "[User]: Turn 0" in prepared["conversationText"]
     overridden = await call(client, "session/prepareCompaction", {"sessionId": "e2e-session", "keepRecentTokens": 100})
-    assert overridden == cli_json("prepare", str(path), "--keep-recent-tokens", "100", "--reserve-tokens", "9000")
+    assert overridden == cli_json("prepare", str(path), "--keep-recent-tokens", "100", "--reserve-tokens", "9000", "--show-text")
 
 
 async def test_entries_appended_by_another_process_are_announced(client: TestClient, tmp_path: Path) -> None:

@@ -26,7 +26,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--leaf", metavar="ID", help="prepare as if this entry were the leaf")
     parser.add_argument("--keep-recent-tokens", type=int, metavar="N", help="recent tokens kept verbatim (default 20000)")
     parser.add_argument("--reserve-tokens", type=int, metavar="N", help="tokens reserved for the reply (default 16384)")
-    parser.add_argument("--show-text", action="store_true", help="also print the conversation text that would be summarized")
+    parser.add_argument("--show-text", action="store_true",
+                        help="also print the conversation text that would be summarized"
+                             " (with --json: the conversationText and turnPrefixText fields)")
     add_json_argument(parser)
 
 
@@ -38,12 +40,14 @@ def _run(args: argparse.Namespace) -> int:
     except SessionError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
-        print_json(preparation_json(prep) if prep else None)
+        # The text is opt-in as in the human-readable form: on a long uncompacted path it is tens
+        # of megabytes, and serializing it is most of the command's time.
+        print_json(preparation_json(prep, include_text=args.show_text) if prep else None)
         return 0
     if not prep:
         print(f"nothing to compact: {prep.message}")
         return 0
-    report = preparation_json(prep)
+    report = preparation_json(prep, include_text=args.show_text)
     depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
     print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")
     split = f"yes, turn starts at {report['turnStartEntryId']}" if prep.is_split_turn else "no"

@@ -88,8 +88,10 @@ def run_prepare(
     return prepare_compaction(recent_path_for(session, leaf_id), settings)
 
 
-def preparation_json(prep: CompactionPreparation) -> dict[str, Any]:
-    return {
+def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) -> dict[str, Any]:
+    """The dry run as JSON; without `include_text`, no `conversationText` / `turnPrefixText`
+    (on a long uncompacted path that text is tens of megabytes and most of the work)."""
+    report: dict[str, Any] = {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
         "turnStartEntryId": prep.turn_start_entry_id,
@@ -99,10 +101,12 @@ def preparation_json(prep: CompactionPreparation) -> dict[str, Any]:
         "previousSummary": prep.previous_summary,
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
-        "conversationText": prep.conversation_text,
-        "turnPrefixText": prep.turn_prefix_text,
-        "estimatedTokensAfter": prep.estimated_tokens_after,
     }
+    if include_text:
+        report["conversationText"] = prep.conversation_text
+        report["turnPrefixText"] = prep.turn_prefix_text
+    report["estimatedTokensAfter"] = prep.estimated_tokens_after
+    return report
 
 
 def prepare_report(

@@ -23,7 +23,7 @@ from pydantic import Field
 from ..compaction.prune import PrunePlan, PruneSettings, plan_prune
 from ..session import Session
 from ..session.clock import now_ms
-from ..session.model import encode_line
+from ..session.lines import encode_line
 from ._model import EngineModel
 from .settings import Settings
 

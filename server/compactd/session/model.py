@@ -9,12 +9,11 @@ real files conform. Every model allows extra fields for forward compatibility.
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-CURRENT_SESSION_VERSION = 3
+from .lines import CURRENT_SESSION_VERSION, drop_none, encode_line  # noqa: F401  (re-exported)
 
 # Entry types whose shape we know (spec §2.3); anything else is preserved as-is.
 KNOWN_ENTRY_TYPES = frozenset(
@@ -348,20 +347,3 @@ def parse_message(obj: dict[str, Any]) -> BaseModel:
 def validate_appendable_message(obj: dict[str, Any]) -> None:
     """Raise pydantic.ValidationError unless `obj` may be stored as a `message` entry (F-13)."""
     _appendable_message_adapter.validate_python(obj)
-
-
-# --- encoding (E-1) ---------------------------------------------------------------------------
-
-
-def encode_line(obj: dict[str, Any]) -> str:
-    """One compact JSON line, non-ASCII kept literal (E-1). No trailing newline.
-
-    Integral floats keep Python's rendering (`1.0`); values we create are ints where Pi writes ints.
-    """
-    return json.dumps(obj, separators=(",", ":"), ensure_ascii=False)
-
-
-def drop_none(obj: dict[str, Any]) -> dict[str, Any]:
-    """Top-level keys whose value is None are omitted, as Pi omits `undefined` fields (E-1)."""
-    return {k: v for k, v in obj.items() if v is not None}
-

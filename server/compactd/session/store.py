@@ -33,7 +33,7 @@ from .errors import (
 )
 from .file import MAX_LINE_BYTES, RawFile, SessionFile, Tail
 from .migrate import build_entries, check_parent
-from .model import CURRENT_SESSION_VERSION, drop_none, encode_line
+from .lines import CURRENT_SESSION_VERSION, drop_none, encode_line
 from .tree import (
     TreeNode,
     build_tree,
