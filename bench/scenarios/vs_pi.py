@@ -173,7 +173,8 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                        extra=_tag(label, "prepare", "pi", **extra))
             yield Case(f"pi prepare, no text {label}", lambda f=pi: f("prepare"), unit="ms", sampled=True,
                        extra=_tag(label, "prepare, no text", "pi", **extra))
-        yield Case(f"compactd open {label}", lambda p=path: _until(lambda: Session.open(p), repeats, 0),
+        # Opens of the small files take milliseconds: run them for at least 0.3 s like the other steps.
+        yield Case(f"compactd open {label}", lambda p=path, r=repeats: _until(lambda: Session.open(p), r),
                    unit="ms", sampled=True, extra=_tag(label, "open", "compactd", **note))
         yield Case(f"compactd open RSS {label}", lambda p=path: Session.open(p), unit="ms", peak_rss=True,
                    max_repeats=1, extra=_tag(label, "rss", "compactd", **note), after=our_rss)
