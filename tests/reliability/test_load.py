@@ -190,7 +190,10 @@ def test_many_sessions_bursts_parallel_compactions_and_memory(tmp_path: Path) ->
                   f"RSS baseline {baseline / MB:.1f} MB, last peak {peak / MB:.1f} MB, "
                   f"after each round {[round(a / MB, 1) for a in after]} MB")
             assert len(fake.requests) >= PARALLEL_COMPACTIONS // 2 * ROUNDS  # the slow model was used
-            assert after[0] - baseline < max(30 * MB, 0.15 * MB * SESSIONS), (baseline, after)
+            # The first round holds 200 sessions at once where the warm-up held a few: the allocator
+            # keeps part of that high-water mark (measured 28-29 MB on a loaded 2-core machine, close
+            # to a 30 MB bound). What would reveal a leak is growth from round to round, below.
+            assert after[0] - baseline < max(50 * MB, 0.25 * MB * SESSIONS), (baseline, after)
             assert after[-1] - after[-2] < 10 * MB, (baseline, after)
             assert server.proc.poll() is None
         finally:
