@@ -9,8 +9,10 @@ for the rows returned only), and branch points carry their branches (first entry
 
 One `TreePanel` per open session; its index is built once (off the event loop, when the session
 is opened), extended by appends and rebuilt after a reload (the session's generation changes).
-The display fields of each row shown once are kept (`_NodeMemo`): a screen of a deeply branched
-session is over a thousand nodes, and their previews cost more than the rest of the answer.
+The display fields of each row shown once are kept (`TreePanel._display`): a screen of a deeply
+branched session is over a thousand nodes, and their previews cost more than the rest of the answer.
+A compaction's figures walk back only to its first kept entry (`kept_tail`), so a `didChange`
+for an appended compaction costs the kept entries on the event loop, not the depth of the path.
 """
 
 from __future__ import annotations
