@@ -1,11 +1,16 @@
 """A minimal LSP-framed JSON-RPC client for a real `compactd serve` subprocess (benchmarks only).
 
 A reader thread parses `Content-Length` frames; responses wake the waiting caller, server requests
-(e.g. window/workDoneProgress/create) are answered with null, notifications are kept in order."""
+(e.g. window/workDoneProgress/create) are answered with null, notifications are kept in order.
+
+The client's own heap is frozen when a daemon starts: a full collector pass in this process (the
+harness's inputs and earlier results, 50-80 ms) would otherwise hold up the reader thread and be
+timed as the daemon's latency (seen with gc callbacks in both processes, issue 14)."""
 
 from __future__ import annotations
 
 import contextlib
+import gc
 import itertools
 import json
 
@@ -25,6 +30,8 @@ from bench.harness import REPO_ROOT
 
 class Daemon:
     def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+        gc.collect()
+        gc.freeze()
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         full_env.update(env or {})
         self.proc = subprocess.Popen([sys.executable, "-m", "compactd", "serve"], stdin=subprocess.PIPE,

@@ -91,13 +91,25 @@ async def test_bad_cursors_are_invalid_params(client: TestClient, tmp_path: Path
         ({"limit": 2, "branch": ids[2]}, "branch: entry"),
         ({"limit": 2, "branch": "nope"}, "branch: Entry nope not found"),
         ({"limit": 2, "after": ids[6]}, "after: entry"),
-        ({"limit": 2, "after": ids[1], "before": ids[2]}, "after, before"),
-        ({"branch": ids[4]}, "limit: required"),
+        ({"branch": ids[4]}, "limit: required with branch"),
         ({"limit": 0}, "limit:"),
     ]
     for params, message in cases:
         error = await call_error(client, "session/tree", {"sessionId": SID, **params})
         assert error.code == -32602 and message in error.message, (params, error.message)
+    # Fields that are each valid but not together are named one by one, like per-field errors;
+    # every problem is reported, not only the first.
+    exact = [
+        ({"limit": 2, "after": ids[1], "before": ids[2]},
+         "before: not allowed together with after (give at most one cursor)"),
+        ({"after": ids[1], "before": ids[2]},
+         "before: not allowed together with after (give at most one cursor); limit: required with after, before"),
+        ({"branch": None}, "limit: required with branch"),
+        ({"limit": 0, "after": 5}, "limit: Input should be greater than or equal to 1; after: Input should be a valid string"),
+    ]
+    for params, message in exact:
+        error = await call_error(client, "session/tree", {"sessionId": SID, **params})
+        assert (error.code, error.message) == (-32602, message), params
 
 
 async def test_pages_after_another_program_rewrites_the_file(client: TestClient, tmp_path: Path) -> None:

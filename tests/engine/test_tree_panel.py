@@ -8,7 +8,9 @@ import random
 from typing import Any
 
 from compactd.compaction import reports
-from compactd.engine.tree_panel import TreePanel, summarized_entries
+from compactd.compaction.tokens import estimate_tokens
+from compactd.engine.tree_panel import TreePanel, delta_nodes, kept_tail, summarized_entries
+from compactd.session.context import context_from_path, recent_path
 from compactd.session import Session
 from compactd.session.tree import path_to
 from compactd.session.views import tree_report
@@ -199,3 +201,50 @@ def test_summarized_entries_meets_the_summary_path_like_the_full_walk() -> None:
             count += 1
             current = by_id.get(current.get("parentId"))
         assert summarized_entries(by_id, entry) == count
+
+
+def test_compaction_figures_from_the_kept_entries_equal_the_whole_projection() -> None:
+    """tokensAfter walks back only to the first kept entry; the context right after the
+    compaction is the same as projected from the whole recent path (kept entry on the path, off
+    it, missing, the compaction itself, none; a parentId cycle)."""
+    checked = 0
+    for seed in range(6):
+        entries = random_entries(300 + seed, 400)
+        rng = random.Random(seed)
+        by_id = {e["id"]: e for e in entries}
+        for entry in entries:
+            if entry["type"] != "compaction":
+                continue
+            ancestors = [e["id"] for e in path_to(by_id, entry["id"])][:-1]
+            for first_kept in [*rng.sample(ancestors, min(3, len(ancestors))), "missing", entry["id"], None,
+                               entry["firstKeptEntryId"]]:
+                entry["firstKeptEntryId"] = first_kept
+                whole = context_from_path(recent_path(by_id, entry["id"]), entry["id"]).messages
+                tail = kept_tail(by_id, entry)
+                assert context_from_path(tail, entry["id"]).messages == whole
+                node = delta_nodes([entry], by_id, {}, entry["id"])[0]
+                assert node["tokensAfter"] == sum(estimate_tokens(m) for m in whole)
+                checked += 1
+    assert checked > 50
+    entries = random_entries(9, 60)
+    entries[10]["parentId"], entries[11]["parentId"] = entries[11]["id"], entries[10]["id"]
+    compaction = {"id": "c", "parentId": entries[11]["id"], "type": "compaction", "summary": "s",
+                  "firstKeptEntryId": "nowhere", "timestamp": "2025-01-01T01:00:00.000Z"}
+    by_id = {e["id"]: e for e in [*entries, compaction]}
+    assert [e["id"] for e in kept_tail(by_id, compaction)] == [entries[10]["id"], entries[11]["id"], "c"]
+
+
+def test_warm_screen_and_memos_answer_like_a_fresh_panel_and_follow_a_prune() -> None:
+    entries = random_entries(41, 300)
+    session = session_of(entries, entries[-1]["id"])
+    warmed = TreePanel()
+    warmed.warm(list(session.entries), session.by_id, session.generation, session.leaf_id)
+    assert warmed._display  # the leaf's screen was computed once
+    assert page(warmed, session, limit=200) == page(TreePanel(), session, limit=200)
+    # A prune rewrites content in place: after forget_figures the rows show the new text.
+    target = next(e for e in reversed(entries) if e["type"] == "message")
+    target["message"]["content"] = [{"type": "text", "text": "pruned away"}]
+    warmed.forget_figures()
+    rows = [r for lst in page(warmed, session, limit=200)["lists"] for r in lst["rows"]]
+    assert next(r for r in rows if r["id"] == target["id"])["preview"] == "pruned away"
+    assert page(warmed, session, limit=200) == page(TreePanel(), session, limit=200)

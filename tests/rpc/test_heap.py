@@ -7,7 +7,7 @@ import gc
 from collections.abc import Iterator
 
 import pytest
-from compactd.rpc.heap import FREEZE_MIN_BYTES, load_frozen, thaw_when_idle
+from compactd.rpc.heap import FREEZE_MIN_BYTES, QUIET_MIN_ENTRIES, build_quietly, load_frozen, thaw_when_idle
 
 
 @pytest.fixture(autouse=True)
@@ -49,3 +49,41 @@ def test_cyclic_garbage_from_before_the_load_is_collected_not_frozen() -> None:
 def test_small_files_are_not_frozen() -> None:
     load_frozen(lambda: [{"id": str(i)} for i in range(1000)], FREEZE_MIN_BYTES - 1)
     assert gc.get_freeze_count() == 0
+
+
+def test_loads_and_builds_run_with_the_collector_paused_and_leave_it_running() -> None:
+    """No pass during the work, and none over it afterwards: what it left alive is frozen."""
+    seen: list[bool] = []
+
+    def build() -> list[dict[str, list[int]]]:
+        seen.append(gc.isenabled())
+        return [{"k": [i]} for i in range(20_000)]
+
+    kept = load_frozen(build, FREEZE_MIN_BYTES)
+    frozen = gc.get_freeze_count()
+    assert frozen >= 40_000 and gc.isenabled()
+    more = build_quietly(build, QUIET_MIN_ENTRIES)
+    assert gc.get_freeze_count() >= frozen + 40_000 and gc.isenabled()
+    assert seen == [False, False] and len(kept) == len(more) == 20_000
+
+
+def test_small_builds_are_left_to_the_collector() -> None:
+    seen: list[bool] = []
+    build_quietly(lambda: seen.append(gc.isenabled()), QUIET_MIN_ENTRIES - 1)
+    assert seen == [True] and gc.get_freeze_count() == 0
+
+
+def test_young_cyclic_garbage_is_collected_before_a_build_is_frozen() -> None:
+    class Node:
+        pass
+
+    gc.disable()
+    try:
+        node = Node()
+        node.self = node  # type: ignore[attr-defined]
+        del node
+        build_quietly(lambda: None, QUIET_MIN_ENTRIES)
+    finally:
+        gc.enable()
+    thaw_when_idle(0)
+    assert not any(type(o) is Node for o in gc.get_objects())

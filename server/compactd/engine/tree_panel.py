@@ -7,8 +7,12 @@ after a row. Rows carry the node fields of the full tree, figures included (comp
 for the rows returned only), and branch points carry their branches (first entry, entry count).
 `session/didChange` carries the appended entries as nodes (`delta_nodes`).
 
-One `TreePanel` per open session; its index is built once (off the event loop), extended by
-appends and rebuilt after a reload (the session's generation changes).
+One `TreePanel` per open session; its index is built once (off the event loop, when the session
+is opened), extended by appends and rebuilt after a reload (the session's generation changes).
+The display fields of each row shown once are kept (`TreePanel._display`): a screen of a deeply
+branched session is over a thousand nodes, and their previews cost more than the rest of the answer.
+A compaction's figures walk back only to its first kept entry (`kept_tail`), so a `didChange`
+for an appended compaction costs the kept entries on the event loop, not the depth of the path.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from compactd.compaction.tokens import estimate_tokens
-from compactd.session.context import context_from_path, recent_path
+from compactd.session.context import context_from_path
 from compactd.session.tree_index import TreeIndex
 from compactd.session.views import entry_kind, entry_preview, entry_role
 
@@ -61,9 +65,33 @@ def node_fields(entry: Entry, by_id: Mapping[str, Entry], label: str | None, chi
 
 def _compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, Any]:
     before = entry.get("tokensBefore")
-    ctx = context_from_path(recent_path(by_id, entry["id"]), entry["id"])
+    ctx = context_from_path(kept_tail(by_id, entry), entry["id"])
     return {"tokensBefore": before if isinstance(before, int | float) else None,
             "tokensAfter": sum(estimate_tokens(m) for m in ctx.messages)}
+
+
+def kept_tail(by_id: Mapping[str, Entry], compaction: Entry) -> list[Entry]:
+    """The path from the compaction's first kept entry to the compaction, root first: the context
+    right after a compaction is its summary and the messages kept before it, so this tail gives the
+    same messages as the whole path (context_entries drops everything before the first kept entry)
+    while costing the kept entries, not the depth. Without that entry on the path: the whole path,
+    as the full projection then keeps nothing either."""
+    first_kept = compaction.get("firstKeptEntryId")
+    tail = [compaction]
+    if first_kept is None or first_kept == compaction["id"]:
+        return tail
+    seen = {compaction["id"]}
+    parent = compaction.get("parentId")
+    current = by_id.get(parent) if isinstance(parent, str) else None
+    while current is not None and current["id"] not in seen:  # a parentId cycle ends the path
+        seen.add(current["id"])
+        tail.append(current)
+        if current["id"] == first_kept:
+            break
+        parent = current.get("parentId")
+        current = by_id.get(parent) if isinstance(parent, str) else None
+    tail.reverse()
+    return tail
 
 
 def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int:
@@ -99,6 +127,13 @@ def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int:
     return len(seen_a)
 
 
+# The leaf's screen computed when the index is built, so the panel's first request finds its rows'
+# display fields ready: the page size of the VS Code panel (client-vscode TREE_PAGE).
+PRIME_LIMIT = 200
+
+Display = tuple[Any, Any, Any, str | None, str, str, Any]  # id, parentId, type, role, kind, preview, timestamp
+
+
 class TreePanel:
     """The per-session index behind paged `session/tree` answers. Used from worker threads;
     the lock serializes them (each holds it for one page or one catch-up)."""
@@ -106,8 +141,10 @@ class TreePanel:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._index: TreeIndex | None = None
-        self._figures: dict[str, dict[str, Any]] = {}  # entry id → summary figures, per index
-        self._figures_of: TreeIndex | None = None
+        # Per index: summary figures and display fields of the rows shown so far, by entry id.
+        self._figures: dict[str, dict[str, Any]] = {}
+        self._display: dict[str, Display] = {}
+        self._memo_of: TreeIndex | None = None
 
     def forget(self) -> None:
         """Drop the index (after a reload it holds the old entries alive). No lock: one atomic
@@ -115,8 +152,14 @@ class TreePanel:
         self._index = None
 
     def forget_figures(self) -> None:
-        """Entries were pruned: the token figures of compactions may have changed."""
-        self._figures_of = None
+        """Entries were pruned: the token figures of compactions and the previews of tool
+        results may have changed."""
+        self._memo_of = None
+
+    def stale(self, by_id: Mapping[str, Entry], generation: int) -> bool:
+        """True when the next page would build the index from scratch (see `warm`)."""
+        index = self._index
+        return index is None or index.generation != generation or index.by_id is not by_id
 
     def index(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int) -> TreeIndex:
         """The index, caught up with `entries` (call with the lock held)."""
@@ -126,9 +169,12 @@ class TreePanel:
             self._index = index
         return index
 
-    def warm(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int) -> None:
+    def warm(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int, leaf: str | None) -> None:
+        """Build the index and compute the leaf's screen once (its figures and display fields are
+        kept), so the panel's first screen costs a page."""
         with self._lock:
-            self.index(entries, by_id, generation)
+            self._pages(self.index(entries, by_id, generation), leaf).answer(
+                PRIME_LIMIT, True, None, None, None, len(entries))
 
     def page(self, entries: list[Entry], by_id: Mapping[str, Entry], generation: int, leaf: str | None,
              limit: int, branch: str | None = None, after: str | None = None,
@@ -138,15 +184,20 @@ class TreePanel:
         with self._lock:
             index = self.index(entries, by_id, generation)
             screen = branch is None and after is None and before is None and not top
-            if self._figures_of is not index:
-                self._figures, self._figures_of = {}, index
-            return _Pages(index, leaf, self._figures).answer(limit, screen, branch, after, before, len(entries))
+            return self._pages(index, leaf).answer(limit, screen, branch, after, before, len(entries))
+
+    def _pages(self, index: TreeIndex, leaf: str | None) -> _Pages:
+        if self._memo_of is not index:
+            self._figures, self._display, self._memo_of = {}, {}, index
+        return _Pages(index, leaf, self._figures, self._display)
 
 
 class _Pages:
-    def __init__(self, index: TreeIndex, leaf: str | None, figures: dict[str, dict[str, Any]]) -> None:
+    def __init__(self, index: TreeIndex, leaf: str | None, figures: dict[str, dict[str, Any]],
+                 display: dict[str, Display]) -> None:
         self.index = index
         self.figures = figures
+        self.display = display
         self.leaf = leaf if leaf is not None and leaf in index.head else None
         self.marks = index.path_marks(self.leaf)
 
@@ -208,13 +259,19 @@ class _Pages:
         }
 
     def node(self, eid: str) -> dict[str, Any]:
+        """`node_fields` of one row, from the memos: an entry's display fields and summary figures
+        depend only on the entry and its ancestors (pruning, which changes them, drops the memos)."""
         index = self.index
-        entry = index.by_id[eid]
-        kind = entry.get("type")
-        # Figures of summary entries depend only on their ancestors (and pruning, which drops the
-        # index's memo): computed once per entry.
+        shown = self.display.get(eid)
+        if shown is None:
+            entry = index.by_id[eid]
+            shown = (eid, entry.get("parentId"), entry.get("type"), entry_role(entry), entry_kind(entry),
+                     entry_preview(entry), entry.get("timestamp"))
+            self.display[eid] = shown
         figures = self.figures.get(eid)
+        kind = shown[2]
         if figures is None and kind in ("compaction", "branch_summary"):
+            entry = index.by_id[eid]
             if kind == "branch_summary":
                 start = entry.get("fromId")
                 count = index.below_meeting(start, eid) if isinstance(start, str) and start in index.head else 0
@@ -222,8 +279,19 @@ class _Pages:
             else:
                 figures = _compaction_figures(index.by_id, entry)
             self.figures[eid] = figures
-        node = node_fields(entry, index.by_id, index.labels.get(eid), list(index.kids.get(eid, ())),
-                           eid == self.leaf, index.on_path(eid, self.marks), figures=False)
+        node: dict[str, Any] = {
+            "id": shown[0],
+            "parentId": shown[1],
+            "type": kind,
+            "role": shown[3],
+            "children": list(index.kids.get(eid, ())),
+            "label": index.labels.get(eid),
+            "kind": shown[4],
+            "preview": shown[5],
+            "timestamp": shown[6],
+            "isLeaf": eid == self.leaf,
+            "onLeafPath": index.on_path(eid, self.marks),
+        }
         if figures is not None:
             node.update(figures)
         return node

@@ -66,6 +66,10 @@ def invalid_params(error: pydantic.ValidationError | str) -> RpcError:
         return RpcError(Code.INVALID_PARAMS, error)
     parts = []
     for item in error.errors(include_url=False, include_input=False):
+        cause = item.get("ctx", {}).get("error")
+        if hasattr(cause, "problems"):  # schema.FieldsError: fields that do not fit together
+            parts.extend(f"{name}: {message}" for name, message in cause.problems)
+            continue
         loc = ".".join(str(p) for p in item.get("loc", ())) or "params"
         parts.append(f"{loc}: {item.get('msg', 'invalid')}")
     return RpcError(Code.INVALID_PARAMS, "; ".join(parts) or "invalid params")

@@ -33,7 +33,7 @@ from compactd.session.views import context_report, info_report, tree_report
 
 from . import schema as s
 from .errors import Code, RpcError, invalid_params, to_rpc_error
-from .heap import load_frozen, thaw_when_idle
+from .heap import build_quietly, load_frozen, thaw_when_idle
 from .progress import ProgressReporter
 from .server import METHODS, CompactdServer
 from .watch import resync
@@ -113,11 +113,17 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd), size)
     handle = ls.registry.add(session)
     if handle.session is session:
-        # The panel's tree index, built now in a worker so the first screen is only a page away.
-        panel = handle.tree_panel
-        await ls.off_loop(panel.warm, list(session.entries), session.by_id, session.generation)
+        # The panel's tree index and the leaf's screen, built now in a worker so the first screen
+        # is only a page away.
+        await _warm_tree(ls, handle)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
+
+
+async def _warm_tree(ls: CompactdServer, handle: SessionHandle) -> None:
+    session = handle.session
+    entries, by_id, leaf, generation = list(session.entries), session.by_id, session.leaf_id, session.generation
+    await ls.off_loop(build_quietly, lambda: handle.tree_panel.warm(entries, by_id, generation, leaf), len(entries))
 
 
 def _set_window(handle: SessionHandle, context_window: int | None) -> None:
@@ -256,6 +262,8 @@ async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, An
     if params.limit is None:  # every node (the original answer)
         snap = ls.snapshot(session)
         return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
+    if handle.tree_panel.stale(session.by_id, session.generation):  # reloaded since: rebuild it quietly
+        await _warm_tree(ls, handle)
     # Pages from the cached index: the worker reads the entries appended so far (appends on the
     # loop only add to them) and the leaf captured here.
     entries, by_id, leaf, generation = session.entries, session.by_id, session.leaf_id, session.generation
@@ -301,7 +309,20 @@ async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) ->
         return reports.stats_report(snap, leaf, context_window=window, reserve_tokens=settings.compaction.reserve_tokens,
                                     cache=handle.token_cache, totals=handle.totals)
 
-    return await ls.off_loop(build)
+    if _totals_known(handle, leaf if leaf is not None else snap.leaf_id):
+        return await ls.off_loop(build)
+    # A count from scratch (the first one, or after a reload, prune or jump): on a long session
+    # hundreds of thousands of counts and projected messages, kept out of the collector's passes.
+    return await ls.off_loop(build_quietly, build, len(snap.entries))
+
+
+def _totals_known(handle: SessionHandle, leaf: str | None) -> bool:
+    """The statistics at `leaf` are cached or extend those of its parent (after an append)."""
+    if handle.totals.get(leaf, None) is not None:
+        return True
+    entry = handle.session.by_id.get(leaf) if leaf is not None else None
+    parent = entry.get("parentId") if entry is not None else None
+    return parent is not None and handle.totals.get(parent, None) is not None
 
 
 @method("session/prepareCompaction", s.PrepareParams)

@@ -98,6 +98,15 @@ class ContextParams(LeafParams):
     include_messages: bool = False
 
 
+class FieldsError(ValueError):
+    """Fields that are each valid but not together: one `(field, message)` per field to name
+    (`invalid_params` reports them like per-field errors)."""
+
+    def __init__(self, problems: list[tuple[str, str]]) -> None:
+        super().__init__("; ".join(f"{name}: {message}" for name, message in problems))
+        self.problems = problems
+
+
 class TreeParams(SessionParams):
     # With `limit`: pages of the panel's lists instead of every node (protocol.md, session/tree).
     limit: int | None = Field(default=None, ge=1, le=10000)
@@ -107,10 +116,15 @@ class TreeParams(SessionParams):
 
     @pydantic.model_validator(mode="after")
     def _one_cursor(self) -> "TreeParams":
+        problems: list[tuple[str, str]] = []
         if self.after is not None and self.before is not None:
-            raise ValueError("after, before: give at most one of them")
-        if self.limit is None and (self.branch is not None or self.after is not None or self.before is not None):
-            raise ValueError("limit: required with branch, after or before")
+            problems.append(("before", "not allowed together with after (give at most one cursor)"))
+        if self.limit is None:
+            given = [name for name in ("branch", "after", "before") if name in self.model_fields_set]
+            if given:
+                problems.append(("limit", f"required with {', '.join(given)}"))
+        if problems:
+            raise FieldsError(problems)
         return self
 
 
