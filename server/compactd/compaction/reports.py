@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, Protocol
 
-from compactd.session.context import context_from_path, project_entry, recent_path
+from compactd.session.context import project_entry, recent_path
 from compactd.session.store import EntryNotFoundError, gc_paused
 from compactd.session.tree import path_to
 
@@ -19,6 +19,7 @@ from .branch import (
 )
 from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
 from .exact_tokens import ExactTokenCache, count_entry_messages
+from .figures import compaction_figures, summarized_entries
 from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
 from .serialize import SerializedTextCache
@@ -277,21 +278,7 @@ def summary_figures(session: SessionLike, report: dict[str, Any]) -> dict[str, A
     for node in report["nodes"]:
         kind = node.get("type")
         if kind == "compaction":
-            entry = by_id[node["id"]]
-            before = entry.get("tokensBefore")
-            node["tokensBefore"] = before if isinstance(before, int | float) else None
-            ctx = context_from_path(recent_path(by_id, node["id"]), node["id"])
-            node["tokensAfter"] = sum(estimate_tokens(m) for m in ctx.messages)
+            node.update(compaction_figures(by_id, by_id[node["id"]]))
         elif kind == "branch_summary":
-            entry = by_id[node["id"]]
-            on_path = {e["id"] for e in path_to(by_id, node["id"])}
-            count = 0
-            seen: set[str] = set()
-            current = by_id.get(entry.get("fromId")) if isinstance(entry.get("fromId"), str) else None
-            while current is not None and current["id"] not in on_path and current["id"] not in seen:
-                seen.add(current["id"])
-                count += 1
-                parent = current.get("parentId")
-                current = by_id.get(parent) if isinstance(parent, str) else None
-            node["summarizedEntries"] = count
+            node["summarizedEntries"] = summarized_entries(by_id, by_id[node["id"]])
     return report

@@ -21,8 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from compactd.compaction.tokens import estimate_tokens
-from compactd.session.context import context_from_path
+from compactd.compaction.figures import compaction_figures, kept_tail, summarized_entries  # noqa: F401  (kept_tail: tests)
 from compactd.session.tree_index import TreeIndex
 from compactd.session.views import entry_kind, entry_preview, entry_role
 
@@ -57,74 +56,10 @@ def node_fields(entry: Entry, by_id: Mapping[str, Entry], label: str | None, chi
     if not figures:
         return node
     if kind == "compaction":
-        node.update(_compaction_figures(by_id, entry))
+        node.update(compaction_figures(by_id, entry))
     elif kind == "branch_summary":
         node["summarizedEntries"] = summarized_entries(by_id, entry)
     return node
-
-
-def _compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, Any]:
-    before = entry.get("tokensBefore")
-    ctx = context_from_path(kept_tail(by_id, entry), entry["id"])
-    return {"tokensBefore": before if isinstance(before, int | float) else None,
-            "tokensAfter": sum(estimate_tokens(m) for m in ctx.messages)}
-
-
-def kept_tail(by_id: Mapping[str, Entry], compaction: Entry) -> list[Entry]:
-    """The path from the compaction's first kept entry to the compaction, root first: the context
-    right after a compaction is its summary and the messages kept before it, so this tail gives the
-    same messages as the whole path (context_entries drops everything before the first kept entry)
-    while costing the kept entries, not the depth. Without that entry on the path: the whole path,
-    as the full projection then keeps nothing either."""
-    first_kept = compaction.get("firstKeptEntryId")
-    tail = [compaction]
-    if first_kept is None or first_kept == compaction["id"]:
-        return tail
-    seen = {compaction["id"]}
-    parent = compaction.get("parentId")
-    current = by_id.get(parent) if isinstance(parent, str) else None
-    while current is not None and current["id"] not in seen:  # a parentId cycle ends the path
-        seen.add(current["id"])
-        tail.append(current)
-        if current["id"] == first_kept:
-            break
-        parent = current.get("parentId")
-        current = by_id.get(parent) if isinstance(parent, str) else None
-    tail.reverse()
-    return tail
-
-
-def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int:
-    """Entries from the summary's `fromId` back to where that branch leaves the summary's own
-    path. Both chains are walked in turn until one reaches an entry the other has seen: the first
-    such entry is their common ancestor, so this costs the two branches' lengths, not the depth."""
-    start = summary.get("fromId")
-    a = by_id.get(start) if isinstance(start, str) else None
-    b: Entry | None = summary
-    seen_a: dict[str, int] = {}
-    seen_b: set[str] = set()
-    while a is not None or b is not None:
-        if a is not None:
-            aid = a["id"]
-            if aid in seen_b:
-                return len(seen_a)
-            if aid in seen_a:  # a parentId cycle
-                a = None
-            else:
-                seen_a[aid] = len(seen_a)
-                parent = a.get("parentId")
-                a = by_id.get(parent) if isinstance(parent, str) else None
-        if b is not None:
-            bid = b["id"]
-            if bid in seen_a:
-                return seen_a[bid]
-            if bid in seen_b:
-                b = None
-            else:
-                seen_b.add(bid)
-                parent = b.get("parentId")
-                b = by_id.get(parent) if isinstance(parent, str) else None
-    return len(seen_a)
 
 
 # The leaf's screen computed when the index is built, so the panel's first request finds its rows'
@@ -277,7 +212,7 @@ class _Pages:
                 count = index.below_meeting(start, eid) if isinstance(start, str) and start in index.head else 0
                 figures = {"summarizedEntries": count}
             else:
-                figures = _compaction_figures(index.by_id, entry)
+                figures = compaction_figures(index.by_id, entry)
             self.figures[eid] = figures
         node: dict[str, Any] = {
             "id": shown[0],
