@@ -282,6 +282,27 @@ def test_external_appends_are_adopted_not_overwritten(tmp_path: Path) -> None:
     assert session.by_id[ours]["parentId"] == theirs  # we were at the tip, so we followed
 
 
+def test_name_labels_and_assistant_flag_follow_appends_from_both_sides(tmp_path: Path) -> None:
+    """They are kept between requests (each would otherwise rescan every entry on the event
+    loop); appends made here and by another process must update them."""
+    path = tmp_path / "s.jsonl"
+    session = Session.create("/w", path)
+    first = session.append_message(assistant("x"))
+    assert session.get_session_name() is None and session.labels() == {} and session.has_assistant()
+    session.append_session_info("ours")
+    assert session.get_session_name() == "ours"
+    other = Session.open(path)
+    other.append_session_info("theirs")
+    other.append_label_change(first, "pinned")
+    session.sync()
+    assert session.get_session_name() == "theirs"
+    assert session.labels() == {first: "pinned"}
+    other.append_message(user("no name here"))
+    session.sync()
+    assert session.get_session_name() == "theirs"
+    assert Session.open(path).get_session_name() == "theirs"
+
+
 def test_external_partial_line_refuses_to_interleave(tmp_path: Path) -> None:
     path = tmp_path / "s.jsonl"
     session = Session.create("/w", path)

@@ -45,6 +45,8 @@ from .tree import (
     session_file_name,
 )
 
+_UNKNOWN = object()  # a cached value not computed yet
+
 __all__ = [
     "MAX_LINE_BYTES",
     "ConcurrentModificationError",
@@ -190,6 +192,7 @@ class Session(TreeQueries):
         self.file: SessionFile | None = SessionFile(path, fsync=fsync) if path is not None else None
         self._labels: dict[str, str] | None = None
         self._has_assistant: bool | None = None
+        self._name: str | None | object = _UNKNOWN  # latest_session_name, kept up to date by appends
         self._skipped_lines = False  # the loaded file had lines we could not keep: back it up before a rewrite
 
     # --- construction -------------------------------------------------------------------------
@@ -270,6 +273,7 @@ class Session(TreeQueries):
         self._skipped_lines = bool(warnings)
         self._labels = None
         self._has_assistant = None
+        self._name = _UNKNOWN
         self.file.adopt_read(raw)
 
     # --- queries ------------------------------------------------------------------------------
@@ -305,6 +309,12 @@ class Session(TreeQueries):
         if self._has_assistant is None:
             self._has_assistant = any(_is_assistant(e) for e in self.entries)
         return self._has_assistant
+
+    def get_session_name(self) -> str | None:
+        # Asked by every session report (open, list), on the event loop: scan once.
+        if self._name is _UNKNOWN:
+            self._name = latest_session_name(self.entries)
+        return self._name  # type: ignore[return-value]
 
     def snapshot(self) -> SessionView:
         """The frozen read-only view worker threads get."""
@@ -456,8 +466,11 @@ class Session(TreeQueries):
         self.entries.append(entry)
         self.by_id[entry["id"]] = entry
         self.leaf_id = entry["id"]
-        if entry.get("type") == "label":
+        entry_type = entry.get("type")
+        if entry_type == "label":
             self._labels = None
+        elif entry_type == "session_info":
+            self._name = latest_session_name([entry])  # the newest one decides
         if self._has_assistant is False and _is_assistant(entry):
             self._has_assistant = True
 
@@ -549,8 +562,14 @@ class Session(TreeQueries):
             self.entries.append(obj)
             self.by_id[entry_id] = obj
             adopted.append(entry_id)
-        self._labels = None
-        self._has_assistant = None
+            # What is derived from every entry follows the new ones (a rescan would run on the loop).
+            entry_type = obj.get("type")
+            if entry_type == "label":
+                self._labels = None
+            elif entry_type == "session_info":
+                self._name = latest_session_name([obj])
+            if self._has_assistant is False and _is_assistant(obj):
+                self._has_assistant = True
         if adopted and was_at_tip:
             self.leaf_id = adopted[-1]
         self.external_appends.append(ExternalAppend(tuple(adopted), bool(adopted) and was_at_tip))
