@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from orjson import JSONEncodeError
+from orjson import dumps as _dumps
+
 from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
 
 from .jscompat import js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
@@ -63,7 +66,15 @@ def _js_join_item(value: Any) -> str:
 def _tool_call_text(block: Mapping[str, Any]) -> str:
     arguments = block.get("arguments")
     rendered = ""
-    if isinstance(arguments, dict):
+    if type(arguments) is dict:
+        try:  # string values (most arguments) straight to orjson: JSON.stringify's escaping
+            rendered = ", ".join([
+                f"{key}={_dumps(value).decode() if type(value) is str else js_json_stringify(value)}"
+                for key, value in js_object_items(arguments)
+            ])
+        except JSONEncodeError:  # a lone surrogate
+            rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
+    elif isinstance(arguments, dict):
         rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
     elif isinstance(arguments, list):  # Object.entries of an array: its indices as keys
         rendered = ", ".join(f"{i}={js_json_stringify(v)}" for i, v in enumerate(arguments))
