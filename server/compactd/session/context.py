@@ -349,12 +349,30 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
                 thinking_done = True
             if not model_done and _decides_model(current):
                 model_done = True
-            if kept_done and thinking_done and model_done:
+            if kept_done and model_done:
+                if not thinking_done:
+                    _extend_to_thinking_change(tail, get, current, limit)
                 break
         parent = current.get("parentId")
         current = get(parent) if parent is not None else None
     tail.reverse()
     return tail
+
+
+def _extend_to_thinking_change(tail: list[Entry], get: Any, current: Entry, limit: int) -> None:
+    """`recent_path`'s walk once only the thinking level is missing (often to the root, when the
+    path never changed it): one check per step."""
+    while True:
+        parent = current.get("parentId")
+        current = get(parent) if parent is not None else None
+        if current is None:
+            return
+        tail.append(current)
+        if len(tail) > limit:  # a parentId cycle
+            _cut_at_repeat(tail)
+            return
+        if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
+            return
 
 
 def _cut_at_repeat(tail: list[Entry]) -> None:
@@ -429,6 +447,7 @@ def _restart_at_compaction(path: list[Entry], index: int, messages: list[Message
         messages.append(message)
         entry_ids.append(compaction["id"])
     first_kept = compaction.get("firstKeptEntryId")
+    # From the start: a recent path begins at the latest compaction's first kept entry.
     start = next((i for i in range(index) if path[i].get("id") == first_kept), index)
     for entry in path[start:index]:
         if not is_system_message_entry(entry):
