@@ -23,6 +23,7 @@ from compactd.session.context import (
     replay_system_messages,
     unedited_context_entries,
 )
+from compactd.session.store import gc_paused
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
@@ -275,9 +276,12 @@ def prepare_compaction(
         return NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
     # Without context edits (the usual case) every entry projects on its own: work on the listed
     # entries directly. The same result as on `project_path` (tests/compaction/test_prepare_fast_path.py).
-    listed = unedited_context_entries(path)
-    return _prepare(path, listed if listed is not None else project_path(path), settings,
-                    newest_cut_fallback, text_cache)
+    # Tens of thousands of small containers on a long path, none cyclic: without the pause, the
+    # collector promotes them while they live and then walks the whole session (every few calls).
+    with gc_paused():
+        listed = unedited_context_entries(path)
+        return _prepare(path, listed if listed is not None else project_path(path), settings,
+                        newest_cut_fallback, text_cache)
 
 
 def _prepare(

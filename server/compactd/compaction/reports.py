@@ -124,7 +124,11 @@ def prepare_report(
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused():
         prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
-        return preparation_json(prep) if prep else None
+        report = preparation_json(prep) if prep else None
+        # Freed before the collector is back: it runs as soon as it is (the allocations made
+        # during the pause are over its threshold) and would walk every object still alive.
+        del prep
+    return report
 
 
 def branch_report(
