@@ -367,8 +367,8 @@ def _prepare(
 
 def _positions(path: list[Entry], items: Sequence[Any]) -> Any:
     """(entry, index in `items`) → the entry's index in `path`: the same index when `items` is
-    the path itself (no compaction, no edits), else looked up (entries are unique objects)."""
+    the path itself (no compaction, no edits), else looked up by identity (C loops)."""
     if items is path:
         return lambda entry, index: index
-    table = {id(entry): index for index, entry in enumerate(path)}
-    return lambda entry, index: table[id(entry)]
+    identities = list(map(id, path))
+    return lambda entry, index: identities.index(id(entry))

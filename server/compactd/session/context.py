@@ -158,19 +158,19 @@ def context_entries(path: list[Entry], compaction_index: int | None = None) -> l
         return list(path)
     compaction = path[compaction_index]
     first_kept = compaction.get("firstKeptEntryId")
-    kept: list[Entry] = []
-    keeping = False
-    for entry in path[:compaction_index]:
-        if not keeping:
-            if entry.get("id") != first_kept:
-                continue
-            keeping = True
-        if not is_system_message_entry(entry):
-            kept.append(entry)
+    if path and path[0].get("id") == first_kept:  # a recent path starts there
+        start = 0
+    else:  # the first entry before C with that id (C loops: the path may be long)
+        try:
+            start = list(map(_entry_id, path[:compaction_index])).index(first_kept)
+        except ValueError:
+            start = compaction_index
+    kept = [entry for entry in path[start:compaction_index] if not is_system_message_entry(entry)]
     return [compaction, *kept, *path[compaction_index + 1 :]]
 
 
 _entry_type = methodcaller("get", "type")
+_entry_id = methodcaller("get", "id")
 
 
 def unedited_context_entries(path: list[Entry]) -> list[Entry] | None:
