@@ -313,7 +313,8 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
     snap = ls.path_view(handle.session)
-    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache))
+    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache,
+                                                            include_text=params.include_text))
 
 
 # --- summarizations -------------------------------------------------------------------------------
