@@ -243,8 +243,12 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
 
     if target is None or params.include_messages:
         return await ls.off_loop(build)
-    # Reports per leaf, extended by appends: one entry's work on the next request.
+    # Reports per leaf, extended by appends: one entry's work on the next request; a report
+    # already there is answered on the loop (no work to move off it, no thread hop).
     cached = handle.context_cache
+    hit = cached.peek(target)
+    if hit is not None:
+        return hit
     return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
 
 
