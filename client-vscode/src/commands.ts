@@ -141,7 +141,8 @@ class Commands {
   async prepareCompaction(ref?: TreeRef): Promise<void> {
     const { client, sessionId } = this.requireSession();
     const leafId = entryOf(ref)?.id;
-    const result = await client.prepareCompaction({ sessionId, ...(leafId !== undefined ? { leafId } : {}) });
+    // The dry-run document shows the conversation text: ask for it.
+    const result = await client.prepareCompaction({ sessionId, includeText: true, ...(leafId !== undefined ? { leafId } : {}) });
     const where = leafId !== undefined && leafId !== this.d.session.snapshot?.model.leafId ? `at ${leafId}` : 'at the current leaf';
     await this.d.docs.show(`compaction-dry-run-${sessionId}`, prepareCompactionMarkdown(result, where));
   }

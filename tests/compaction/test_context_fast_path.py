@@ -1,4 +1,4 @@
-"""The one-pass context of a path without compactions and context edits (`context_from_path`)
+"""The one-pass context of a path without context edits (`context_from_path`; a compaction restarts it)
 equals the general definition: model and thinking level from the latest entries that set them,
 messages from `project_path`. And `recent_path` stops before a repeated id on a parentId cycle
 as `path_to` does."""
@@ -37,7 +37,8 @@ def sessions(draw: Any) -> Builder:
     oh-my-pi and unusable model changes, assistant messages without a model, context edits."""
     b = draw(random_session())
     for _ in range(draw(st.integers(0, 6))):
-        kind = draw(st.sampled_from(["null", "system", "omp", "bad_model", "no_model", "edit", "hide"]))
+        kind = draw(st.sampled_from(["null", "system", "omp", "bad_model", "no_model", "edit", "hide", "compact",
+                                     "checkpoint"]))
         if kind == "null":
             b.message({"role": draw(st.sampled_from(["user", "assistant", "toolResult", "developer"])), "content": None})
         elif kind == "system":
@@ -48,6 +49,11 @@ def sessions(draw: Any) -> Builder:
             b._append("model_change", provider=3)
         elif kind == "no_model":
             b.message({"role": "assistant", "content": [{"type": "text", "text": "x"}]})
+        elif kind in ("compact", "checkpoint"):  # kept ranges holding system messages, older compactions
+            extra: dict[str, Any] = {}
+            if kind == "checkpoint":
+                extra["systemMessage"] = {"role": "system", "content": "replayed", "timestamp": 2}
+            b.compaction(draw(st.sampled_from([e["id"] for e in b.path()] + ["missing"])), **extra)
         else:
             target = draw(st.sampled_from([e["id"] for e in b.path()]))
             replacement = None if kind == "hide" else {"content": "edited"}

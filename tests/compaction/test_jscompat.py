@@ -124,3 +124,25 @@ def test_length_slice_and_sort_match_node(texts: list[str]) -> None:
     expected_cuts = [c if not (c and 0xD800 <= ord(c[-1]) <= 0xDBFF) else c[:-1] + REPLACEMENT_CHAR
                      for c in out["cut"]]
     assert expected_cuts == [utf16_slice(t, 7) for t in texts]
+
+
+def test_json_strings_escape_every_code_unit_like_json_stringify() -> None:
+    """JSON.stringify's string escaping, character by character over the whole BMP and some
+    astral characters: the quote, the backslash, \\b \\t \\n \\f \\r, other C0 controls as lowercase
+    \\u00xx, lone surrogates as \\udxxx, everything else (DEL, U+2028, U+2029, …) literal."""
+    short = {0x08: "\\b", 0x09: "\\t", 0x0A: "\\n", 0x0C: "\\f", 0x0D: "\\r", 0x22: '\\"', 0x5C: "\\\\"}
+
+    def expected(code: int) -> str:
+        if code in short:
+            return short[code]
+        if code < 0x20 or 0xD800 <= code <= 0xDFFF:
+            return f"\\u{code:04x}"
+        return chr(code)
+
+    codes = [*range(0x10000), 0x1F600, 0x10FFFF]
+    for code in codes:
+        assert js_json_stringify(chr(code)) == f'"{expected(code)}"', hex(code)
+    non_surrogates = [c for c in codes if not 0xD800 <= c <= 0xDFFF]
+    whole = "".join(chr(c) for c in non_surrogates)
+    assert js_json_stringify(whole) == '"' + "".join(expected(c) for c in non_surrogates) + '"'
+    assert js_json_stringify("é\ud800\"\n😀") == '"é\\ud800\\"\\n😀"'  # the slow path keeps pairs

@@ -244,6 +244,13 @@ async def test_stats_and_prepare_match_the_cli(client: TestClient, tmp_path: Pat
     assert prepared["firstKeptEntryId"] in ids and "[User]: Turn 0" in prepared["conversationText"]
     overridden = await call(client, "session/prepareCompaction", {"sessionId": "e2e-session", "keepRecentTokens": 100})
     assert overridden == cli_json("prepare", str(path), "--keep-recent-tokens", "100", "--reserve-tokens", "9000", "--show-text")
+    # Without the texts: the same answer, both texts null (nothing serialized).
+    figures = await call(client, "session/prepareCompaction", {"sessionId": "e2e-session", "includeText": False})
+    assert figures["conversationText"] is None and figures["turnPrefixText"] is None
+    assert {k: v for k, v in figures.items() if not k.endswith("Text")} == {
+        k: v for k, v in prepared.items() if not k.endswith("Text")}
+    # And the command line without --show-text answers the same way.
+    assert figures == cli_json("prepare", str(path), "--keep-recent-tokens", "700", "--reserve-tokens", "9000")
 
 
 async def test_entries_appended_by_another_process_are_announced(client: TestClient, tmp_path: Path) -> None:

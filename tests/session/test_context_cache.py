@@ -47,3 +47,16 @@ def test_after_an_append_only_the_new_entry_is_projected() -> None:
     # navigation to an entry whose parent's report is unknown builds it
     target = b.entries[3]["id"]
     assert cache.report(b.by_id, target, lambda: _cold(b, target)) == _cold(b, target)
+
+
+def test_peek_answers_only_a_report_already_there() -> None:
+    b = Builder()
+    b.user("q")
+    first = b.assistant("a")
+    cache = ContextReportCache(size=1)
+    assert cache.peek(first) is None  # nothing built yet: the caller builds off the loop
+    report = cache.report(b.by_id, first, lambda: _cold(b, first))
+    assert cache.peek(first) is report
+    second = b.user("next")
+    cache.report(b.by_id, second, lambda: _cold(b, second))  # size 1: the first is dropped
+    assert cache.peek(first) is None and cache.peek(second) == _cold(b, second)

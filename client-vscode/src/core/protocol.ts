@@ -153,6 +153,8 @@ export interface TokenStats {
 export interface PrepareCompactionParams extends PositionParams {
   keepRecentTokens?: number;
   reserveTokens?: number;
+  /** Default true; false leaves conversationText and turnPrefixText null (not serialized). */
+  includeText?: boolean;
 }
 
 /** The dry run (null when nothing would be compacted). Rendered generically, so only a few

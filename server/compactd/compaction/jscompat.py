@@ -12,8 +12,9 @@ import math
 import re
 from collections.abc import Iterable
 from decimal import Decimal
-from json.encoder import encode_basestring as _encode_json_string  # the C implementation when available
 from typing import Any
+
+import orjson
 
 __all__ = [
     "REPLACEMENT_CHAR",
@@ -22,6 +23,7 @@ __all__ = [
     "js_sort_key",
     "js_sorted",
     "js_object_keys",
+    "js_object_items",
     "js_number",
     "js_json_stringify",
     "js_template_value",
@@ -97,6 +99,15 @@ def js_object_keys(obj: dict[Any, Any]) -> list[Any]:
     return [key for _, key in index_keys] + other_keys
 
 
+def js_object_items(obj: dict[Any, Any]) -> Any:
+    """(key, value) pairs in `js_object_keys` order: the dict's own items when no key looks like
+    an array index (the usual case, checked without building lists)."""
+    for key in obj:
+        if isinstance(key, str) and key[:1] in _DIGITS:
+            return [(key, obj[key]) for key in js_object_keys(obj)]
+    return obj.items()
+
+
 def js_number(value: float | int) -> str:
     """`String(value)` for a JavaScript number (ECMAScript Number::toString).
 
@@ -159,11 +170,14 @@ def _escape_surrogate(match: re.Match[str]) -> str:
 
 
 def _quote(text: str) -> str:
-    # Without surrogates (always so for ASCII text), Python's C JSON string encoder escapes exactly
-    # as JSON.stringify does: the quote, the backslash, \b \t \n \f \r, other C0 controls as
-    # lowercase \u00xx, everything else literal.
-    if text.isascii() or not _SURROGATE.search(text):
-        return _encode_json_string(text)
+    # Without surrogates, orjson (like Python's C JSON string encoder, but without its slow
+    # character-by-character path for non-ASCII text) escapes exactly as JSON.stringify does: the
+    # quote, the backslash, \b \t \n \f \r, other C0 controls as lowercase \u00xx, everything
+    # else literal. It refuses a string holding a surrogate (not encodable as UTF-8).
+    try:
+        return orjson.dumps(text).decode()
+    except orjson.JSONEncodeError:
+        pass
     # Lone surrogates: str.replace and re.sub (C), backslashes first so later escapes stay single.
     escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
     if _CONTROL.search(escaped):

@@ -14,14 +14,30 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from compactd.session.context import ProjectedEntry, project_path, replay_system_messages
+from compactd.session.context import (
+    ProjectedEntry,
+    leading_compaction_messages,
+    project_entry,
+    project_path,
+    repaired_message,
+    replay_system_messages,
+    unedited_context_entries,
+)
+from compactd.session.store import gc_paused
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
 from .serialize import SerializedTextCache, serialize_sourced
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
-from .tokens import ContextUsageEstimate, estimate_context_tokens, estimate_tokens, sum_estimates
+from .tokens import (
+    ContextUsageEstimate,
+    calculate_context_tokens,
+    estimate_context_tokens,
+    estimate_tokens,
+    has_valid_usage,
+    sum_estimates,
+)
 
 __all__ = [
     "SourcedMessage",
@@ -149,6 +165,36 @@ def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
     return out
 
 
+def _non_system_unedited(
+    listed: Sequence[Entry], start: int, end: int, ops: FileOperations | None = None
+) -> list[SourcedMessage]:
+    """`_non_system` of `listed[start:end]` for a list without context edits (see
+    `unedited_context_entries`), each entry projected on the spot, without a projected object
+    per entry; with `ops`, the file operations of its assistant messages are collected in the
+    same pass (O-2)."""
+    out: list[SourcedMessage] = []
+    append = out.append
+    for index in range(start, end):
+        entry = listed[index]
+        entry_type = entry.get("type")
+        if entry_type == "message":
+            message = entry.get("message")
+            if not isinstance(message, dict):
+                continue
+            if message.get("content") is None:
+                message = repaired_message(message)
+            role = message.get("role")
+            if role == "system":
+                continue
+            append(SourcedMessage(entry["id"], message))
+            if role == "assistant" and ops is not None:
+                extract_file_ops_from_message(message, ops)
+        elif entry_type == "custom_message" or entry_type == "branch_summary":
+            for message in project_entry(entry):  # user-like roles: no file operations
+                append(SourcedMessage(entry["id"], message))
+    return out
+
+
 def estimate_projected_context_tokens(projected: Sequence[ProjectedEntry], path: Sequence[Entry]) -> ContextUsageEstimate:
     """Q16-40: provider usage + trailing estimate (K-7) only while that usage is newer than every
     `context_edit` and compaction on the path (either may have shrunk the context since); else a
@@ -164,18 +210,51 @@ def estimate_projected_context_tokens(projected: Sequence[ProjectedEntry], path:
             if start <= estimate.last_usage_index:
                 usage_entry = item.entry
                 break
-        # Valid while no context_edit or compaction follows it on the path (walked from the end,
-        # so a usage near the leaf costs a few steps).
-        for entry in reversed(path):
-            if entry is usage_entry:
-                return estimate
-            if entry.get("type") in ("context_edit", "compaction"):
-                break
+        if _usage_is_current(usage_entry, path):
+            return estimate
+    return _heuristic_estimate(messages)
+
+
+def _usage_is_current(usage_entry: Entry | None, path: Sequence[Entry]) -> bool:
+    """No context_edit or compaction follows the usage's entry on the path (walked from the end,
+    so a usage near the leaf costs a few steps)."""
+    for entry in reversed(path):
+        if entry is usage_entry:
+            return True
+        if entry.get("type") in ("context_edit", "compaction"):
+            return False
+    return False
+
+
+def _heuristic_estimate(messages: list[Message]) -> ContextUsageEstimate:
     system = replay_system_messages(messages)
     tokens = (estimate_tokens(system) if system is not None else 0) + sum_estimates(
         m for m in messages if m.get("role") != "system"
     )
     return ContextUsageEstimate(tokens, 0, tokens, None)
+
+
+def _estimate_unedited_tokens(listed: Sequence[Entry], first: list[Message] | None, path: Sequence[Entry]) -> int | float:
+    """`estimate_projected_context_tokens(project_path(path), path).tokens` for a list without
+    context edits, whose leading compaction (if any) projects to `first`: K-7 walks back from the
+    leaf only to the newest valid usage, projecting just the entries it passes."""
+    trailing = 0
+    for index in range(len(listed) - 1, -1, -1):
+        entry = listed[index]
+        messages = first if index == 0 and first is not None else project_entry(entry)
+        for message in reversed(messages):
+            if has_valid_usage(message):
+                if _usage_is_current(entry, path):
+                    return calculate_context_tokens(message["usage"]) + trailing
+                return _heuristic_estimate(_unedited_messages(listed, first)).tokens
+            trailing += estimate_tokens(message)
+    return _heuristic_estimate(_unedited_messages(listed, first)).tokens
+
+
+def _unedited_messages(listed: Sequence[Entry], first: list[Message] | None) -> list[Message]:
+    if first is None:
+        return [m for entry in listed for m in project_entry(entry)]
+    return [*first, *(m for entry in listed[1:] for m in project_entry(entry))]
 
 
 def prepare_compaction(
@@ -195,12 +274,33 @@ def prepare_compaction(
     path = list(path_entries)
     if path and path[-1].get("type") == "compaction":
         return NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
-    position = {id(entry): index for index, entry in enumerate(path)}
+    # Without context edits (the usual case) every entry projects on its own: work on the listed
+    # entries directly. The same result as on `project_path` (tests/compaction/test_prepare_fast_path.py).
+    # Tens of thousands of small containers on a long path, none cyclic: without the pause, the
+    # collector promotes them while they live and then walks the whole session (every few calls).
+    with gc_paused():
+        listed = unedited_context_entries(path)
+        return _prepare(path, listed if listed is not None else project_path(path), settings,
+                        newest_cut_fallback, text_cache)
 
-    projected = project_path(path)
+
+def _prepare(
+    path: list[Entry],
+    items: list[Entry] | list[ProjectedEntry],
+    settings: CompactionSettings,
+    newest_cut_fallback: bool,
+    text_cache: SerializedTextCache | None,
+) -> CompactionPreparation | NotPrepared:
+    """`prepare_compaction` on `items`: `project_path(path)`, or `unedited_context_entries(path)`
+    when that is not None (raw entries, projected where needed)."""
+    projected = items if items and isinstance(items[0], ProjectedEntry) else None
+
+    def entry_at(index: int) -> Entry:
+        return projected[index].entry if projected is not None else items[index]  # type: ignore[return-value]
+
     previous: Entry | None = None
-    if projected and projected[0].entry.get("type") == "compaction":
-        previous = projected[0].entry
+    if items and entry_at(0).get("type") == "compaction":
+        previous = entry_at(0)
     previous_summary: str | None = None
     if previous is not None:
         summary = previous.get("summary")
@@ -209,48 +309,66 @@ def prepare_compaction(
     window_start = 1 if previous is not None else 0
 
     # R-5 [PI-NEW]: the context that is about to be replaced.
-    tokens_before = estimate_projected_context_tokens(projected, path).tokens
+    if projected is not None:
+        tokens_before = estimate_projected_context_tokens(projected, path).tokens
+    else:
+        first = leading_compaction_messages(previous) if previous is not None else None
+        tokens_before = _estimate_unedited_tokens(items, first, path)  # type: ignore[arg-type]
 
-    cut = find_cut_point(
-        projected, window_start, len(projected), settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback
-    )
-    if cut.first_kept_entry_index >= len(projected):
+    count = len(items)
+    cut = find_cut_point(items, window_start, count, settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback)
+    if cut.first_kept_entry_index >= count:
         return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)  # nothing in the window
-    first_kept = projected[cut.first_kept_entry_index].entry
+    first_kept = entry_at(cut.first_kept_entry_index)
     if not first_kept.get("id"):
         return NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
-
-    history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
-    to_summarize = _non_system(projected[window_start:history_end])
-    prefix = _non_system(projected[cut.turn_start_index : cut.first_kept_entry_index]) if cut.is_split_turn else []
-    if not to_summarize and not prefix:
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
 
     # R-14: cumulative file tracking, seeded from the previous pi-made compaction.
     ops = FileOperations()
     if previous is not None:
         seed_from_details(previous, ops)
-    for item in (*to_summarize, *prefix):
-        if item.message.get("role") == "assistant":  # O-2: only assistant tool calls count
-            extract_file_ops_from_message(item.message, ops)
+    history_end = cut.turn_start_index if cut.is_split_turn else cut.first_kept_entry_index
+    if projected is not None:
+        to_summarize = _non_system(projected[window_start:history_end])
+        prefix = _non_system(projected[cut.turn_start_index : cut.first_kept_entry_index]) if cut.is_split_turn else []
+        kept = _non_system(projected[cut.first_kept_entry_index :])
+        for item in (*to_summarize, *prefix):
+            if item.message.get("role") == "assistant":  # O-2: only assistant tool calls count
+                extract_file_ops_from_message(item.message, ops)
+    else:
+        to_summarize = _non_system_unedited(items, window_start, history_end, ops)  # type: ignore[arg-type]
+        prefix = _non_system_unedited(items, cut.turn_start_index, cut.first_kept_entry_index, ops) if cut.is_split_turn else []  # type: ignore[arg-type]
+        kept = _non_system_unedited(items, cut.first_kept_entry_index, count)  # type: ignore[arg-type]
+    if not to_summarize and not prefix:
+        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
 
-    turn_start = projected[cut.turn_start_index].entry if cut.is_split_turn else None
-    boundary = projected[window_start].entry if window_start < len(projected) else None
+    turn_start = entry_at(cut.turn_start_index) if cut.is_split_turn else None
+    boundary = entry_at(window_start) if window_start < count else None
+    position = _positions(path, items)
     return CompactionPreparation(
         first_kept_entry_id=first_kept["id"],
-        first_kept_entry_index=position[id(first_kept)],
-        boundary_start=position[id(boundary)] if boundary is not None else len(path),
+        first_kept_entry_index=position(first_kept, cut.first_kept_entry_index),
+        boundary_start=position(boundary, window_start) if boundary is not None else len(path),
         is_split_turn=cut.is_split_turn,
-        turn_start_index=position[id(turn_start)] if turn_start is not None else -1,
+        turn_start_index=position(turn_start, cut.turn_start_index) if turn_start is not None else -1,
         turn_start_entry_id=turn_start["id"] if turn_start is not None else None,
         tokens_before=tokens_before,
         messages_to_summarize=to_summarize,
         turn_prefix_messages=prefix,
         # Kept verbatim after the new compaction: its kept-range system messages go (Q16-11).
-        kept_messages=_non_system(projected[cut.first_kept_entry_index :]),
+        kept_messages=kept,
         previous_summary=previous_summary,
         file_ops=ops,
         settings=settings,
         cut=cut,
         text_cache=text_cache,
     )
+
+
+def _positions(path: list[Entry], items: Sequence[Any]) -> Any:
+    """(entry, index in `items`) → the entry's index in `path`: the same index when `items` is
+    the path itself (no compaction, no edits), else looked up by identity (C loops)."""
+    if items is path:
+        return lambda entry, index: index
+    identities = list(map(id, path))
+    return lambda entry, index: identities.index(id(entry))

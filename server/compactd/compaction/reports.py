@@ -90,9 +90,9 @@ def run_prepare(
 
 
 def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) -> dict[str, Any]:
-    """The dry run as JSON; without `include_text`, no `conversationText` / `turnPrefixText`
-    (on a long uncompacted path that text is tens of megabytes and most of the work)."""
-    report: dict[str, Any] = {
+    """The dry-run answer; without `include_text`, `conversationText` and `turnPrefixText` are
+    null (nothing serialized)."""
+    return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
         "turnStartEntryId": prep.turn_start_entry_id,
@@ -102,12 +102,10 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) 
         "previousSummary": prep.previous_summary,
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
+        "conversationText": prep.conversation_text if include_text else None,
+        "turnPrefixText": prep.turn_prefix_text if include_text else None,
+        "estimatedTokensAfter": prep.estimated_tokens_after,
     }
-    if include_text:
-        report["conversationText"] = prep.conversation_text
-        report["turnPrefixText"] = prep.turn_prefix_text
-    report["estimatedTokensAfter"] = prep.estimated_tokens_after
-    return report
 
 
 def prepare_report(
@@ -116,9 +114,11 @@ def prepare_report(
     keep_recent_tokens: int | None = None,
     reserve_tokens: int | None = None,
     text_cache: SerializedTextCache | None = None,
+    include_text: bool = True,
 ) -> dict[str, Any] | None:
     """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
-    `text_cache` (the daemon's, per session) saves serializing the same history again."""
+    `text_cache` (the daemon's, per session) saves serializing the same history again;
+    `include_text=False` leaves the two texts out (null)."""
     settings = CompactionSettings(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
@@ -129,7 +129,11 @@ def prepare_report(
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused():
         prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
-        return preparation_json(prep) if prep else None
+        report = preparation_json(prep, include_text=include_text) if prep else None
+        # Freed before the collector is back: it runs as soon as it is (the allocations made
+        # during the pause are over its threshold) and would walk every object still alive.
+        del prep
+    return report
 
 
 def branch_report(

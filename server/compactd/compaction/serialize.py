@@ -9,9 +9,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from compactd.session.context import convert_message, convert_to_llm
+from orjson import JSONEncodeError
+from orjson import dumps as _dumps
 
-from .jscompat import js_json_stringify, js_object_keys, js_template_value, utf16_len, utf16_slice
+from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
+
+from .jscompat import js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -21,6 +24,7 @@ __all__ = [
     "message_text",
     "SerializedTextCache",
     "serialize_sourced",
+    "append_message_parts",
 ]
 
 TOOL_RESULT_MAX_CHARS = 2000
@@ -41,11 +45,15 @@ def _joined_text_blocks(content: Any) -> str:
         return content
     if not isinstance(content, list):
         return ""
-    return "".join(
-        _js_join_item(block.get("text"))
-        for block in content
-        if isinstance(block, dict) and block.get("type") == "text"
-    )
+    texts = []
+    for block in content:
+        if isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            texts.append(text if type(text) is str else _js_join_item(text))
+    return texts[0] if len(texts) == 1 else "".join(texts)
+
+
+_MISSING: Any = object()
 
 
 def _js_join_item(value: Any) -> str:
@@ -58,13 +66,23 @@ def _js_join_item(value: Any) -> str:
 def _tool_call_text(block: Mapping[str, Any]) -> str:
     arguments = block.get("arguments")
     rendered = ""
-    if isinstance(arguments, dict):
-        rendered = ", ".join(f"{key}={js_json_stringify(arguments[key])}" for key in js_object_keys(arguments))
+    if type(arguments) is dict:
+        try:  # string values (most arguments) straight to orjson: JSON.stringify's escaping
+            rendered = ", ".join([
+                f"{key}={_dumps(value).decode() if type(value) is str else js_json_stringify(value)}"
+                for key, value in js_object_items(arguments)
+            ])
+        except JSONEncodeError:  # a lone surrogate
+            rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
+    elif isinstance(arguments, dict):
+        rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
     elif isinstance(arguments, list):  # Object.entries of an array: its indices as keys
         rendered = ", ".join(f"{i}={js_json_stringify(v)}" for i, v in enumerate(arguments))
     # `${block.name}` renders a missing name as "undefined" and null as "null".
-    name_text = js_template_value(block["name"]) if "name" in block else "undefined"
-    return f"{name_text}({rendered})"
+    name = block.get("name", _MISSING)
+    if type(name) is not str:
+        name = "undefined" if name is _MISSING else js_template_value(name)
+    return f"{name}({rendered})"
 
 
 def _assistant_parts(content: Any) -> list[str]:
@@ -130,8 +148,82 @@ def message_text(message: Mapping[str, Any]) -> str:
     """One agent message's share of `serialize_messages`: its parts joined by a blank line, ""
     when it contributes none. Joining the non-empty shares by a blank line gives the whole text
     (no part is ever empty)."""
-    converted = convert_message(message)  # type: ignore[arg-type]
-    return "\n\n".join(_message_parts(converted)) if converted is not None else ""
+    parts: list[str] = []
+    append_message_parts(message, parts)
+    return "\n\n".join(parts)
+
+
+def append_message_parts(message: Mapping[str, Any], parts: list[str]) -> None:
+    """`_message_parts(convert_message(message))` appended to `parts`, in one dispatch on the role
+    and without intermediate messages or lists: the summarizer's text is tens of thousands of
+    messages on a long path, so the per-message overhead is most of its cost. Equal to the
+    composition for every message (tests/compaction/test_serialize_fast.py)."""
+    role = message.get("role")
+    if role == "assistant":
+        _append_assistant(message.get("content"), parts)
+    elif role == "toolResult":
+        content = message.get("content")
+        if message.get("prunedAt") is not None:
+            text = _text_of_blocks(content) or PRUNED_OUTPUT_NOTICE  # what convertToLlm leaves
+        else:
+            text = _joined_text_blocks(content)
+        if text:
+            # A text of at most 1000 characters has at most 2000 UTF-16 code units.
+            parts.append("[Tool result]: " + (text if len(text) <= TOOL_RESULT_MAX_CHARS // 2 else truncate_for_summary(text)))
+    elif role == "user":
+        text = _joined_text_blocks(message.get("content"))
+        if text:
+            parts.append("[User]: " + text)
+    elif role == "developer":
+        content = message.get("content")
+        text = content if isinstance(content, str) else _joined_text_blocks(content)
+        if text:
+            parts.append("[Developer]: " + text)
+    elif role in ("system", None):
+        return
+    else:
+        converted = convert_message(message)  # type: ignore[arg-type]
+        if converted is not None:
+            parts.extend(_message_parts(converted))
+
+
+def _append_assistant(content: Any, parts: list[str]) -> None:
+    """`_assistant_parts`, appending to `parts`."""
+    if not isinstance(content, list):
+        return
+    thinking: list[str] | None = None
+    texts: list[str] | None = None
+    calls: list[str] | None = None
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            text = text if type(text) is str else _js_join_item(text)
+            if texts is None:
+                texts = [text]
+            else:
+                texts.append(text)
+        elif kind == "toolCall":
+            call = _tool_call_text(block)
+            if calls is None:
+                calls = [call]
+            else:
+                calls.append(call)
+        elif kind == "thinking":
+            text = block.get("thinking")
+            text = text if type(text) is str else _js_join_item(text)
+            if thinking is None:
+                thinking = [text]
+            else:
+                thinking.append(text)
+    if thinking is not None:
+        parts.append("[Assistant thinking]: " + "\n".join(thinking))
+    if texts is not None:
+        parts.append("[Assistant]: " + "\n".join(texts))
+    if calls is not None:
+        parts.append("[Assistant tool calls]: " + "; ".join(calls))
 
 
 class SerializedTextCache:
@@ -170,13 +262,16 @@ def serialize_sourced(
 ) -> str:
     """`serialize_messages` of (entry id, agent message) pairs, through `cache` when given.
 
-    `escape` is applied to each message's text: the same as escaping the whole text when no match
-    of it spans the blank line between two messages (true of `escape_wrapped`: every part
-    starts with "[")."""
+    `escape` is applied to each message's text (through the cache) or to each part: the same as
+    escaping the whole text when no match of it spans the blank line between two parts (true of
+    `escape_wrapped`: every part starts with "["). Parts are small and mostly ASCII; escaping the
+    joined text would scan it again, and it is often four bytes a character (one emoji does it)."""
     if cache is not None:
         texts = (cache.text(entry_id, message, escape) for entry_id, message in items)
-    elif escape is not None:
-        texts = (escape(message_text(message)) for _, message in items)
-    else:
-        texts = (message_text(message) for _, message in items)
-    return "\n\n".join(text for text in texts if text)
+        return "\n\n".join([text for text in texts if text])
+    parts: list[str] = []
+    for _, message in items:
+        append_message_parts(message, parts)
+    if escape is not None:
+        parts = [escape(part) for part in parts]
+    return "\n\n".join(parts)

@@ -249,8 +249,12 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
 
     if target is None or params.include_messages:
         return await ls.off_loop(build)
-    # Reports per leaf, extended by appends: one entry's work on the next request.
+    # Reports per leaf, extended by appends: one entry's work on the next request; a report
+    # already there is answered on the loop (no work to move off it, no thread hop).
     cached = handle.context_cache
+    hit = cached.peek(target)
+    if hit is not None:
+        return hit
     return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
 
 
@@ -334,7 +338,8 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
     snap = ls.path_view(handle.session)
-    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache))
+    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache,
+                                                            include_text=params.include_text))
 
 
 # --- summarizations -------------------------------------------------------------------------------

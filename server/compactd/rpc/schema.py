@@ -140,6 +140,9 @@ class PrepareParams(LeafParams):
     keep_recent_tokens: int | None = Field(default=None, ge=0)
     reserve_tokens: int | None = Field(default=None, ge=0)
     custom_instructions: str | None = None
+    # False: conversationText and turnPrefixText are null (a client that does not show them
+    # saves serializing and sending the history, megabytes on a long path).
+    include_text: bool = True
 
 
 class CompactParams(SessionParams):

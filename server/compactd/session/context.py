@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from operator import methodcaller
 from typing import Any
 
 from .clock import iso_to_ms
@@ -33,7 +34,7 @@ class SessionContext:
     leaf_id: str | None = None
 
 
-def _repaired(message: Message) -> Message:
+def repaired_message(message: Message) -> Message:
     """F-14: a null/missing `content` reads as [] (developer: "")."""
     if "content" in message and message["content"] is not None:
         return message
@@ -52,7 +53,7 @@ def project_entry(entry: Entry) -> list[Message]:
     entry_type = entry.get("type")
     if entry_type == "message":
         message = entry.get("message")
-        return [_repaired(message)] if isinstance(message, dict) else []
+        return [repaired_message(message)] if isinstance(message, dict) else []
     if entry_type == "custom_message":
         content = entry.get("content")
         return [
@@ -143,29 +144,55 @@ class ProjectedEntry:
     messages: list[Message]
 
 
-def context_entries(path: list[Entry]) -> list[Entry]:
+def context_entries(path: list[Entry], compaction_index: int | None = None) -> list[Entry]:
     """Q16-35: the whole path without a compaction; else the latest compaction C, the entries
     from `C.firstKeptEntryId` up to C minus system messages (C's checkpoint holds their effect),
-    and every entry after C."""
-    compaction_index = -1
-    for index in range(len(path) - 1, -1, -1):
-        if path[index].get("type") == "compaction":
-            compaction_index = index
-            break
+    and every entry after C. `compaction_index`: C's index when the caller knows it (-1: none)."""
+    if compaction_index is None:
+        compaction_index = -1
+        for index in range(len(path) - 1, -1, -1):
+            if path[index].get("type") == "compaction":
+                compaction_index = index
+                break
     if compaction_index < 0:
         return list(path)
     compaction = path[compaction_index]
     first_kept = compaction.get("firstKeptEntryId")
-    kept: list[Entry] = []
-    keeping = False
-    for entry in path[:compaction_index]:
-        if not keeping:
-            if entry.get("id") != first_kept:
-                continue
-            keeping = True
-        if not is_system_message_entry(entry):
-            kept.append(entry)
+    if path and path[0].get("id") == first_kept:  # a recent path starts there
+        start = 0
+    else:  # the first entry before C with that id (C loops: the path may be long)
+        try:
+            start = list(map(_entry_id, path[:compaction_index])).index(first_kept)
+        except ValueError:
+            start = compaction_index
+    kept = [entry for entry in path[start:compaction_index] if not is_system_message_entry(entry)]
     return [compaction, *kept, *path[compaction_index + 1 :]]
+
+
+_entry_type = methodcaller("get", "type")
+_entry_id = methodcaller("get", "id")
+
+
+def unedited_context_entries(path: list[Entry]) -> list[Entry] | None:
+    """`context_entries(path)` when no `context_edit` is on the path, else None. Then every entry
+    of the list but a leading compaction projects on its own (`project_entry`; an older compaction
+    to nothing), so callers can skip `project_path` and its object per entry. The types are read
+    and searched by C loops: this runs on every request, over paths of tens of thousands."""
+    types = list(map(_entry_type, path))
+    if "context_edit" in types:
+        return None
+    if "compaction" not in types:
+        return path
+    types.reverse()
+    return context_entries(path, len(types) - 1 - types.index("compaction"))
+
+
+def leading_compaction_messages(entry: Entry) -> list[Message]:
+    """What the latest compaction, first in the context, projects to: its checkpoint system
+    message (Q16-15, when stored) and its summary."""
+    checkpoint = entry.get("systemMessage")
+    summary = compaction_summary_message(entry)
+    return [checkpoint, summary] if isinstance(checkpoint, dict) else [summary]
 
 
 def project_path(path: list[Entry]) -> list[ProjectedEntry]:
@@ -177,12 +204,7 @@ def project_path(path: list[Entry]) -> list[ProjectedEntry]:
     out: list[ProjectedEntry] = []
     for index, entry in enumerate(listed):
         if entry.get("type") == "compaction":
-            messages: list[Message] = []
-            if index == 0:
-                checkpoint = entry.get("systemMessage")
-                if isinstance(checkpoint, dict):
-                    messages.append(checkpoint)
-                messages.append(compaction_summary_message(entry))
+            messages: list[Message] = leading_compaction_messages(entry) if index == 0 else []
         elif edits:
             messages = apply_edit(project_entry(entry), edits.get(entry.get("id")))  # type: ignore[arg-type]
         else:
@@ -327,12 +349,30 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
                 thinking_done = True
             if not model_done and _decides_model(current):
                 model_done = True
-            if kept_done and thinking_done and model_done:
+            if kept_done and model_done:
+                if not thinking_done:
+                    _extend_to_thinking_change(tail, get, current, limit)
                 break
         parent = current.get("parentId")
         current = get(parent) if parent is not None else None
     tail.reverse()
     return tail
+
+
+def _extend_to_thinking_change(tail: list[Entry], get: Any, current: Entry, limit: int) -> None:
+    """`recent_path`'s walk once only the thinking level is missing (often to the root, when the
+    path never changed it): one check per step."""
+    while True:
+        parent = current.get("parentId")
+        current = get(parent) if parent is not None else None
+        if current is None:
+            return
+        tail.append(current)
+        if len(tail) > limit:  # a parentId cycle
+            _cut_at_repeat(tail)
+            return
+        if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
+            return
 
 
 def _cut_at_repeat(tail: list[Entry]) -> None:
@@ -346,14 +386,15 @@ def _cut_at_repeat(tail: list[Entry]) -> None:
 
 def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionContext:
     """The context of a root-first path: its model and thinking level (the latest entries that set
-    them) and its messages (`project_path`). One pass over the path in the common case of a path
-    without compactions and context edits, where every entry projects on its own; the general
-    projection otherwise (the same messages: tests/compaction/test_context_fast_path.py)."""
+    them) and its messages (`project_path`). One pass over the path while it has no context edit,
+    where every entry projects on its own: a compaction restarts the messages with its own and
+    those of its kept range (`_restart_at_compaction`). The general projection once an edit is
+    seen (the same messages: tests/compaction/test_context_fast_path.py)."""
     ctx = SessionContext(leaf_id=leaf_id)
     messages, entry_ids = ctx.messages, ctx.entry_ids
     model_entry: Entry | None = None  # the latest entry that sets the model
-    plain = True  # no compaction, no context_edit seen (yet)
-    for entry in path:
+    plain = True  # no context_edit seen (yet)
+    for index, entry in enumerate(path):
         entry_type = entry.get("type")
         if entry_type == "message":
             message = entry.get("message")
@@ -361,7 +402,7 @@ def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionC
                 if message.get("role") == "assistant":
                     model_entry = entry
                 if plain:
-                    messages.append(message if message.get("content") is not None else _repaired(message))
+                    messages.append(message if message.get("content") is not None else repaired_message(message))
                     entry_ids.append(entry["id"])
         elif entry_type == "thinking_level_change":
             level = entry.get("thinkingLevel")
@@ -370,7 +411,10 @@ def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionC
         elif entry_type == "model_change":
             if _model_of(entry) is not None:
                 model_entry = entry
-        elif entry_type == "compaction" or entry_type == "context_edit":
+        elif entry_type == "compaction":
+            if plain:
+                _restart_at_compaction(path, index, messages, entry_ids)
+        elif entry_type == "context_edit":
             plain = False
         elif plain and (entry_type == "custom_message" or entry_type == "branch_summary"):
             for message in project_entry(entry):
@@ -390,6 +434,26 @@ def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionC
                 messages.append(message)
                 entry_ids.append(projected.entry["id"])
     return ctx
+
+
+def _restart_at_compaction(path: list[Entry], index: int, messages: list[Message], entry_ids: list[str]) -> None:
+    """The messages of `context_entries(path[: index + 1])` without edits: the compaction's own,
+    then those of its kept range (from its first kept entry, system messages left out, older
+    compactions contributing nothing)."""
+    compaction = path[index]
+    messages.clear()
+    entry_ids.clear()
+    for message in leading_compaction_messages(compaction):
+        messages.append(message)
+        entry_ids.append(compaction["id"])
+    first_kept = compaction.get("firstKeptEntryId")
+    # From the start: a recent path begins at the latest compaction's first kept entry.
+    start = next((i for i in range(index) if path[i].get("id") == first_kept), index)
+    for entry in path[start:index]:
+        if not is_system_message_entry(entry):
+            for message in project_entry(entry):
+                messages.append(message)
+                entry_ids.append(entry["id"])
 
 
 # --- convertToLlm (§4.2) ---------------------------------------------------------------------

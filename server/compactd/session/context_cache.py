@@ -74,6 +74,13 @@ class ContextReportCache:
             self._reports.popitem(last=False)
         return hit
 
+    def peek(self, leaf_id: str) -> Report | None:
+        """The cached report at `leaf_id`, if any (no work: callers may answer on the spot)."""
+        hit = self._reports.get(leaf_id)
+        if hit is not None:
+            self._reports.move_to_end(leaf_id)
+        return hit
+
     def clear(self) -> None:
         self._reports.clear()
 
