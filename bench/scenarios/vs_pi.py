@@ -2,7 +2,8 @@
 
 For every file: open, context and prepare compaction — Pi's `SessionManager.open`,
 `buildSessionContext` and `prepareCompaction` (run by `bench/peer/pi/measure.mjs`), compactd in
-process (`Session.open`, `context_report`, `prepare_report`) and through the daemon
+process (`Session.open`, `context_report`, `prepare_report`, run by `bench/measure_compactd.py`;
+each in a fresh process per file) and through the daemon
 (`session/open`, `session/context`, `session/prepareCompaction` over stdio). "prepare" is like
 for like: Pi's preparation plus the serialized conversation its summarizer is sent, against
 compactd's answer, which carries that text (`conversationText`, `turnPrefixText`). "prepare, no
@@ -16,7 +17,9 @@ same bytes. Without `--peer pi` (or without node/npm/registry) only compactd is 
 
 from __future__ import annotations
 
+import json
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -24,10 +27,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-from compactd.compaction.reports import prepare_report, recent_path_for
-from compactd.compaction.prepare import prepare_compaction
 from compactd.session import Session
-from compactd.session.views import context_report
 
 from bench import Case, Context, scenario
 from bench.harness import REPO_ROOT
@@ -82,6 +82,15 @@ def _copy(ctx: Context, source: Path) -> Path:
         tmp.chmod(0o644)
         tmp.replace(dest)
     return dest
+
+
+def run_compactd(path: Path, repeats: int, timeout: float = 1800) -> dict[str, list[float]]:
+    """compactd's in-process timings on `path`, in a fresh interpreter (bench/measure_compactd.py)."""
+    cmd = [sys.executable, "-m", "bench.measure_compactd", str(path), str(repeats)]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, capture_output=True, text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"compactd measurement failed on {path.name}:\n{proc.stderr[-2000:]}")
+    return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
 def _until(fn: Callable[[], object], repeats: int, min_seconds: float = 0.3) -> list[float]:
@@ -142,10 +151,10 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                 state["daemon"] = _daemon_samples(path, repeats)
             return state["daemon"][key]
 
-        def session(path: Path = path, state: dict[str, Any] = state) -> Session:
-            if "session" not in state:
-                state["session"] = Session.open(path)
-            return state["session"]
+        def ours(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+            if "ours" not in state:
+                state["ours"] = run_compactd(path, repeats)
+            return [ms / 1000 for ms in state["ours"][key]]
 
         def pi_rss(result: dict[str, Any], state: dict[str, Any] = state, size: int = size) -> None:
             data = state["pi"]
@@ -157,9 +166,6 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
             if "peak_rss_mb" in result:
                 result.setdefault("derived", {})["Δrss/size"] = round(
                     (result["peak_rss_mb"] - result["baseline_rss_mb"]) * 2**20 / size, 2)
-
-        def release(_result: dict[str, Any], state: dict[str, Any] = state) -> None:
-            state.pop("session", None)
 
         note = {"bytes": size, "file": source.name}
         # Pi first: its first open migrates a v1/v2 copy, so both then read the same v3 bytes.
@@ -173,18 +179,17 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                        extra=_tag(label, "prepare", "pi", **extra))
             yield Case(f"pi prepare, no text {label}", lambda f=pi: f("prepare"), unit="ms", sampled=True,
                        extra=_tag(label, "prepare, no text", "pi", **extra))
-        # Opens of the small files take milliseconds: run them for at least 0.3 s like the other steps.
-        yield Case(f"compactd open {label}", lambda p=path, r=repeats: _until(lambda: Session.open(p), r),
-                   unit="ms", sampled=True, extra=_tag(label, "open", "compactd", **note))
+        # In a fresh process per file, as Pi's measure.mjs runs (bench/measure_compactd.py).
+        yield Case(f"compactd open {label}", lambda f=ours: f("open"), unit="ms", sampled=True,
+                   extra=_tag(label, "open", "compactd", **note))
         yield Case(f"compactd open RSS {label}", lambda p=path: Session.open(p), unit="ms", peak_rss=True,
                    max_repeats=1, extra=_tag(label, "rss", "compactd", **note), after=our_rss)
-        yield Case(f"compactd context {label}", lambda s=session, r=repeats: _until(lambda: context_report(s()), r),
-                   unit="ms", sampled=True, extra=_tag(label, "context", "compactd", **note))
-        yield Case(f"compactd prepare {label}", lambda s=session, r=repeats: _until(lambda: prepare_report(s()), r),
-                   unit="ms", sampled=True, extra=_tag(label, "prepare", "compactd", **note))
-        yield Case(f"compactd prepare, no text {label}",
-                   lambda s=session, r=repeats: _until(lambda: prepare_compaction(recent_path_for(s())), r),
-                   unit="ms", sampled=True, extra=_tag(label, "prepare, no text", "compactd", **note), after=release)
+        yield Case(f"compactd context {label}", lambda f=ours: f("context"), unit="ms", sampled=True,
+                   extra=_tag(label, "context", "compactd", **note))
+        yield Case(f"compactd prepare {label}", lambda f=ours: f("prepare"), unit="ms", sampled=True,
+                   extra=_tag(label, "prepare", "compactd", **note))
+        yield Case(f"compactd prepare, no text {label}", lambda f=ours: f("prepareNoText"), unit="ms",
+                   sampled=True, extra=_tag(label, "prepare, no text", "compactd", **note))
         for step in ("open", "context", "prepare"):
             yield Case(f"daemon {step} {label}", lambda f=daemon, k=step: f(k), unit="ms", sampled=True,
                        extra=_tag(label, step, "daemon", **note))
