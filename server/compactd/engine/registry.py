@@ -57,8 +57,6 @@ class SessionHandle:
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
     # The side panel's tree index (paged session/tree); follows appends, rebuilt after a reload.
     tree_panel: TreePanel = field(default_factory=TreePanel)
-    # Building that index right after open, in the background (session/open does not wait for it).
-    tree_warming: asyncio.Task[Any] | None = None
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)

@@ -114,8 +114,8 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     handle = ls.registry.add(session)
     if handle.session is session:
         # The panel's tree index and the leaf's screen, built now in a worker so the first screen
-        # is only a page away; the answer does not wait for it (session/tree does, if it must).
-        handle.tree_warming = ls.spawn(_warm_tree(ls, handle), f"tree index of {handle.session_id}")
+        # is only a page away.
+        await _warm_tree(ls, handle)
     _set_window(handle, params.context_window)
     return {**session_report(handle), "alreadyOpen": False}
 
@@ -266,9 +266,6 @@ async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, An
     if params.limit is None:  # every node (the original answer)
         snap = ls.snapshot(session)
         return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
-    warming = handle.tree_warming
-    if warming is not None and not warming.done():
-        await asyncio.wait([warming])  # the index being built since open (a failure is logged there)
     if handle.tree_panel.stale(session.by_id, session.generation):  # reloaded since: rebuild it quietly
         await _warm_tree(ls, handle)
     # Pages from the cached index: the worker reads the entries appended so far (appends on the
