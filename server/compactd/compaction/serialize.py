@@ -155,12 +155,12 @@ def message_text(message: Mapping[str, Any]) -> str:
 
 def append_message_parts(message: Mapping[str, Any], parts: list[str]) -> None:
     """`_message_parts(convert_message(message))` appended to `parts`, in one dispatch on the role
-    and without intermediate messages or lists: the summarizer's text is tens of thousands of
+    and without intermediate messages: the summarizer's text is tens of thousands of
     messages on a long path, so the per-message overhead is most of its cost. Equal to the
     composition for every message (tests/compaction/test_serialize_fast.py)."""
     role = message.get("role")
     if role == "assistant":
-        _append_assistant(message.get("content"), parts)
+        parts.extend(_assistant_parts(message.get("content")))
     elif role == "toolResult":
         content = message.get("content")
         if message.get("prunedAt") is not None:
@@ -185,45 +185,6 @@ def append_message_parts(message: Mapping[str, Any], parts: list[str]) -> None:
         converted = convert_message(message)  # type: ignore[arg-type]
         if converted is not None:
             parts.extend(_message_parts(converted))
-
-
-def _append_assistant(content: Any, parts: list[str]) -> None:
-    """`_assistant_parts`, appending to `parts`."""
-    if not isinstance(content, list):
-        return
-    thinking: list[str] | None = None
-    texts: list[str] | None = None
-    calls: list[str] | None = None
-    for block in content:
-        if not isinstance(block, dict):
-            continue
-        kind = block.get("type")
-        if kind == "text":
-            text = block.get("text")
-            text = text if type(text) is str else _js_join_item(text)
-            if texts is None:
-                texts = [text]
-            else:
-                texts.append(text)
-        elif kind == "toolCall":
-            call = _tool_call_text(block)
-            if calls is None:
-                calls = [call]
-            else:
-                calls.append(call)
-        elif kind == "thinking":
-            text = block.get("thinking")
-            text = text if type(text) is str else _js_join_item(text)
-            if thinking is None:
-                thinking = [text]
-            else:
-                thinking.append(text)
-    if thinking is not None:
-        parts.append("[Assistant thinking]: " + "\n".join(thinking))
-    if texts is not None:
-        parts.append("[Assistant]: " + "\n".join(texts))
-    if calls is not None:
-        parts.append("[Assistant tool calls]: " + "; ".join(calls))
 
 
 class SerializedTextCache:
