@@ -22,7 +22,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -32,6 +31,7 @@ from compactd.session import Session
 from bench import Case, Context, scenario
 from bench.harness import REPO_ROOT
 from bench.lsp import Daemon
+from bench.measure_compactd import samples
 from bench.peers import ensure_pi, pi_version, run_pi
 
 FIXTURE_NAMES = (
@@ -93,16 +93,9 @@ def run_compactd(path: Path, repeats: int, timeout: float = 1800) -> dict[str, l
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-def _until(fn: Callable[[], object], repeats: int, min_seconds: float = 0.3) -> list[float]:
-    """Like the Pi script: one untimed warm-up, then at least `repeats` runs and, for fast steps,
-    runs until `min_seconds` have passed (at most 10 × repeats)."""
-    fn()
-    out: list[float] = []
-    while len(out) < repeats or (sum(out) < min_seconds and len(out) < 10 * repeats):
-        t0 = time.perf_counter()
-        fn()
-        out.append(time.perf_counter() - t0)
-    return out
+def _until(fn: Callable[[], object], repeats: int) -> list[float]:
+    """Seconds per run, by the rule both measurement scripts follow (`measure_compactd.samples`)."""
+    return [ms / 1000 for ms in samples(fn, repeats)]
 
 
 def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:

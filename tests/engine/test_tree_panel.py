@@ -9,7 +9,8 @@ from typing import Any
 
 from compactd.compaction import reports
 from compactd.compaction.tokens import estimate_tokens
-from compactd.engine.tree_panel import TreePanel, delta_nodes, kept_tail, summarized_entries
+from compactd.compaction.figures import kept_tail, summarized_entries
+from compactd.engine.tree_panel import TreePanel, delta_nodes
 from compactd.session.context import context_from_path, recent_path
 from compactd.session import Session
 from compactd.session.tree import path_to

@@ -11,7 +11,7 @@ One `TreePanel` per open session; its index is built once (off the event loop, w
 is opened), extended by appends and rebuilt after a reload (the session's generation changes).
 The display fields of each row shown once are kept (`TreePanel._display`): a screen of a deeply
 branched session is over a thousand nodes, and their previews cost more than the rest of the answer.
-A compaction's figures walk back only to its first kept entry (`kept_tail`), so a `didChange`
+A compaction's figures walk back only to its first kept entry (`compaction/figures.py`), so a `didChange`
 for an appended compaction costs the kept entries on the event loop, not the depth of the path.
 """
 
@@ -21,7 +21,7 @@ import threading
 from collections.abc import Mapping
 from typing import Any
 
-from compactd.compaction.figures import compaction_figures, kept_tail, summarized_entries  # noqa: F401  (kept_tail: tests)
+from compactd.compaction.figures import compaction_figures, summarized_entries
 from compactd.session.tree_index import TreeIndex
 from compactd.session.views import entry_kind, entry_preview, entry_role
 

@@ -22,6 +22,8 @@ import gc
 from collections.abc import Callable
 from typing import TypeVar
 
+from compactd.session.store import gc_paused
+
 T = TypeVar("T")
 
 
@@ -33,15 +35,12 @@ QUIET_MIN_ENTRIES = 5000
 
 
 def _paused_then_frozen(work: Callable[[], T]) -> T:
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        return work()
-    finally:
-        # Survivors go straight to the permanent generation: no pass ever scans them.
-        gc.freeze()
-        if was_enabled:
-            gc.enable()
+    with gc_paused():
+        try:
+            return work()
+        finally:
+            # Survivors go straight to the permanent generation: no pass ever scans them.
+            gc.freeze()
 
 
 def load_frozen(load: Callable[[], T], size: int) -> T:
