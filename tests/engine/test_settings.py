@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -445,3 +446,60 @@ def test_settings_drive_a_real_summarization(dirs) -> None:
         fake.default = Reply.stream("## Goal\nok")
         result = asyncio.run(summarizer.summarize(make_request(kind=SummaryKind.BRANCH)))
         assert result.text == "## Goal\nok"
+
+
+# -- the daemon's cache ------------------------------------------------------------------------
+def test_settings_cache_answers_from_memory_until_a_file_or_the_environment_changes(dirs) -> None:
+    from compactd.engine.settings import SettingsCache
+
+    home, cwd = dirs
+    env: dict[str, str] = {}
+    cache = SettingsCache(env=env, home=home)
+    first = cache.load(cwd)
+    assert cache.load(cwd) is first  # nothing read or validated again
+    write(project_file(cwd), {"compaction": {"keepRecentTokens": 1234}})
+    edited = cache.load(cwd)
+    assert edited.compaction.keep_recent_tokens == 1234
+    # an edit of the same size still applies (the signature includes the change time)
+    write(project_file(cwd), {"compaction": {"keepRecentTokens": 4321}})
+    assert cache.load(cwd).compaction.keep_recent_tokens == 4321
+    write(global_file(home), {"compaction": {"reserveTokens": 999}})
+    assert cache.load(cwd).compaction.reserve_tokens == 999
+    env["COMPACTD_MODEL"] = "gpt-4o"
+    assert cache.load(cwd).summarizer.model == "gpt-4o"
+    assert cache.load(cwd, {"compaction": {"enabled": False}}).compaction.enabled is False
+    assert cache.load(cwd).compaction.enabled is True
+    project_file(cwd).unlink()
+    assert cache.load(cwd).compaction.keep_recent_tokens == 20000
+
+
+def test_settings_cache_keeps_settings_from_files_older_than_a_second(dirs) -> None:
+    import os
+
+    from compactd.engine.settings import SettingsCache
+
+    home, cwd = dirs
+    cache = SettingsCache(env={}, home=home)
+    write(project_file(cwd), {"compaction": {"keepRecentTokens": 1234}})
+    assert cache.load(cwd) is not cache.load(cwd)  # just written: a same-size edit may follow
+    old = project_file(cwd).stat().st_mtime - 5
+    os.utime(project_file(cwd), (old, old))
+    time.sleep(1.1)  # the change time moved with utime
+    kept = cache.load(cwd)
+    assert kept.compaction.keep_recent_tokens == 1234 and cache.load(cwd) is kept
+    write(project_file(cwd), {"compaction": {"keepRecentTokens": 4321}})  # same size, new times
+    assert cache.load(cwd).compaction.keep_recent_tokens == 4321
+
+
+def test_settings_cache_never_keeps_invalid_settings(dirs) -> None:
+    from compactd.engine.settings import SettingsCache
+
+    home, cwd = dirs
+    cache = SettingsCache(env={}, home=home)
+    write(project_file(cwd), {"compaction": {"reserveTokens": "lots"}})
+    for _ in range(2):
+        with pytest.raises(SettingsError) as err:
+            cache.load(cwd)
+        assert err.value.key == "compaction.reserveTokens"
+    write(project_file(cwd), {"compaction": {"reserveTokens": 100}})
+    assert cache.load(cwd).compaction.reserve_tokens == 100

@@ -57,6 +57,9 @@ class SessionHandle:
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
     # The side panel's tree index (paged session/tree); follows appends, rebuilt after a reload.
     tree_panel: TreePanel = field(default_factory=TreePanel)
+    # The daemon's JSON encodings of its latest answers, by method: (answer object, encoding),
+    # reused only while the cache above hands out that very object again.
+    encoded_answers: dict[str, tuple[object, object]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)
@@ -69,6 +72,7 @@ class SessionHandle:
         self.context_cache.clear()
         self.text_cache = SerializedTextCache()
         self.tree_panel.forget_figures()
+        self.encoded_answers.clear()
         if token_counts:
             self.token_cache = ExactTokenCache()
             self.tree_panel.forget()  # reloaded: the index would keep the old entries alive

@@ -37,6 +37,7 @@ import json
 import math
 import os
 import re
+import time
 from pathlib import Path
 from typing import Any, Literal
 from collections.abc import Mapping
@@ -66,6 +67,7 @@ __all__ = [
     "agent_dir",
     "merge_settings",
     "load_settings",
+    "SettingsCache",
     "build_summarizer",
     "context_window_for_model",
     "max_output_tokens_for_model",
@@ -503,6 +505,66 @@ def load_settings(
             raise SettingsError("overrides", "settings overrides must be an object")
         raw = merge_settings(raw, dict(overrides))
     return _validate(raw, sources, errors)
+
+
+# The environment variables `load_settings` reads, besides the files.
+_ENV_KEYS = ("PI_CODING_AGENT_DIR", "HOME", "COMPACTD_MODEL", "COMPACTD_SUMMARIZER", "OPENAI_BASE_URL")
+
+
+def _file_signature(path: Path) -> tuple[int, int, int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_mtime_ns, st.st_ctime_ns, st.st_size, st.st_ino)
+
+
+class SettingsCache:
+    """`load_settings` for a long-running process, answering from memory while nothing it reads
+    has changed: both files (checked by `stat` on every call, so an edit applies at once), the
+    environment variables above and the overrides. Reading and validating again on every request
+    cost the daemon about 1 ms per request, more than a whole context answer. Invalid settings and
+    files modified within the last second are never kept (see `_RACY_NS`). The settings are frozen
+    models, safe to share."""
+
+    def __init__(self, env: Mapping[str, str] | None = None, home: str | Path | None = None) -> None:
+        self._env = env
+        self._home = home
+        self._agent_dir: tuple[tuple[str | None, ...], Path] | None = None
+        self._entries: dict[tuple[Any, ...], Settings] = {}
+
+    def load(self, cwd: str | Path, overrides: Mapping[str, Any] | None = None) -> Settings:
+        env = os.environ if self._env is None else self._env
+        env_values = tuple(env.get(name) for name in _ENV_KEYS)
+        if self._agent_dir is None or self._agent_dir[0] != env_values:
+            self._agent_dir = (env_values, agent_dir(env, self._home))
+        global_file = self._agent_dir[1] / "settings.json"
+        project_file = Path(cwd) / ".pi" / "settings.json"
+        key = (
+            str(cwd),
+            env_values,
+            _file_signature(global_file),
+            _file_signature(project_file),
+            json.dumps(overrides, sort_keys=True, default=repr) if overrides else None,
+        )
+        settings = self._entries.get(key)
+        if settings is None:
+            settings = load_settings(cwd, overrides, env, self._home)
+            if not _recently_modified(key[2], key[3]):
+                if len(self._entries) >= 64:  # old signatures of edited files: keep the newest ones
+                    self._entries.pop(next(iter(self._entries)))
+                self._entries[key] = settings
+        return settings
+
+
+# File times tick with the kernel's coarse clock (milliseconds): a second edit of the same size
+# within one tick would keep the signature. Files modified this recently are read every time.
+_RACY_NS = 1_000_000_000
+
+
+def _recently_modified(*signatures: tuple[int, int, int, int] | None) -> bool:
+    now = time.time_ns()
+    return any(sig is not None and now - max(sig[0], sig[1]) < _RACY_NS for sig in signatures)
 
 
 def _openai(

@@ -32,6 +32,7 @@ from compactd.session.tree import list_session_files, session_dir_for_cwd
 from compactd.session.views import context_report, info_report, tree_report
 
 from . import schema as s
+from .answers import encode_answer
 from .errors import Code, RpcError, invalid_params, to_rpc_error
 from .heap import build_quietly, load_frozen, thaw_when_idle
 from .progress import ProgressReporter
@@ -248,14 +249,19 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
         return report
 
     if target is None or params.include_messages:
-        return await ls.off_loop(build)
+        return await ls.off_loop_encoded(build)
     # Reports per leaf, extended by appends: one entry's work on the next request; a report
-    # already there is answered on the loop (no work to move off it, no thread hop).
+    # already there is answered on the loop (no work to move off it, no thread hop), encoded once.
     cached = handle.context_cache
     hit = cached.peek(target)
-    if hit is not None:
-        return hit
-    return await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
+    if hit is None:
+        hit = await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
+    memo = handle.encoded_answers.get("session/context")
+    if memo is not None and memo[0] is hit:
+        return memo[1]
+    answer = encode_answer(hit)
+    handle.encoded_answers["session/context"] = (hit, answer)
+    return answer
 
 
 @method("session/tree", s.TreeParams)
@@ -338,8 +344,9 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
     snap = ls.path_view(handle.session)
-    return await ls.off_loop(lambda: reports.prepare_report(snap, leaf, keep, reserve, text_cache=handle.text_cache,
-                                                            include_text=params.include_text))
+    return await ls.off_loop_encoded(lambda: reports.prepare_report(snap, leaf, keep, reserve,
+                                                                    text_cache=handle.text_cache,
+                                                                    include_text=params.include_text))
 
 
 # --- summarizations -------------------------------------------------------------------------------

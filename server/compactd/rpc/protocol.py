@@ -33,6 +33,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
+from .answers import EncodedAnswer
 from .errors import Code, RpcError
 
 log = logging.getLogger("compactd.rpc")
@@ -125,6 +126,13 @@ class CompactdProtocol(LanguageServerProtocol):
         cattrs walking every item and `json.dumps` escaping every non-ASCII character (a dry run
         on a long session answers megabytes). Anything orjson refuses (typed LSP results, a lone
         surrogate a client sent, an integer beyond 64 bits) takes pygls' way."""
+        if isinstance(result, EncodedAnswer):  # encoded where it was built (answers.py)
+            if error is None and self.writer is not None:
+                # The id may be anything a client sent (json.dumps takes ids orjson refuses).
+                body = b'{"jsonrpc":"2.0","id":%s,"result":%s}' % (json.dumps(msg_id).encode(), result.body)
+                self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                return
+            result = orjson.loads(result.body)
         if error is None and msg_id not in self._result_types and self.writer is not None:
             try:
                 body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})

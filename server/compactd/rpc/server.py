@@ -25,11 +25,12 @@ from compactd import __version__
 from compactd.compaction.exact_tokens import preload_counter
 from compactd.engine.registry import SessionHandle, SessionRegistry
 from compactd.engine.tree_panel import delta_nodes
-from compactd.engine.settings import Settings, build_summarizer, load_settings, merge_settings
+from compactd.engine.settings import Settings, SettingsCache, build_summarizer, merge_settings
 from compactd.session import Session, SessionView
 from compactd.session.tree import resolve_labels
 from compactd.summarize.base import Summarizer
 
+from .answers import encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
@@ -111,6 +112,7 @@ class CompactdServer(LanguageServer):
         )
         self.registry = SessionRegistry()
         self.options = ClientOptions()
+        self._settings = SettingsCache()
         self.jobs: list[Job] = []
         self.background: set[asyncio.Task[Any]] = set()
         self._stop: asyncio.Event | None = None
@@ -146,7 +148,7 @@ class CompactdServer(LanguageServer):
         """Pi's files for the session's cwd (read each time: edits apply at once), then the
         client's overrides."""
         cwd = (session.cwd if session is not None else None) or os.getcwd()
-        return load_settings(cwd, self.options.overrides())
+        return self._settings.load(cwd, self.options.overrides())
 
     def summarizer_for(self, settings: Settings) -> Summarizer:
         return build_summarizer(settings)
@@ -284,6 +286,11 @@ class CompactdServer(LanguageServer):
     @staticmethod
     async def off_loop(fn: Callable[..., T], *args: Any) -> T:
         return await asyncio.to_thread(fn, *args)
+
+    @staticmethod
+    async def off_loop_encoded(build: Callable[[], Any]) -> Any:
+        """`build()` in a worker, its JSON answer encoded there as well (`answers.py`)."""
+        return await asyncio.to_thread(encoded_quietly, build)
 
     # --- stdio loop ----------------------------------------------------------------------------
 
