@@ -57,9 +57,11 @@ class SessionHandle:
     text_cache: SerializedTextCache = field(default_factory=SerializedTextCache)
     # The side panel's tree index (paged session/tree); follows appends, rebuilt after a reload.
     tree_panel: TreePanel = field(default_factory=TreePanel)
-    # The daemon's JSON encodings of its latest answers, by method: (answer object, encoding),
-    # reused only while the cache above hands out that very object again.
+    # The daemon's latest answers by method, JSON-encoded: (what the answer depends on, encoding).
+    # Only what changes in place (prunes, reloads) invalidates them: `forget_derived` clears them.
     encoded_answers: dict[str, tuple[object, object]] = field(default_factory=dict)
+    # Counts `forget_derived` calls: work started before one must not store what it derived.
+    derived_epoch: int = 0
 
     def __post_init__(self) -> None:
         self.announced = len(self.session.entries)
@@ -73,6 +75,7 @@ class SessionHandle:
         self.text_cache = SerializedTextCache()
         self.tree_panel.forget_figures()
         self.encoded_answers.clear()
+        self.derived_epoch += 1
         if token_counts:
             self.token_cache = ExactTokenCache()
             self.tree_panel.forget()  # reloaded: the index would keep the old entries alive

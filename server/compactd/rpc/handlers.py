@@ -344,9 +344,20 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
     snap = ls.path_view(handle.session)
-    return await ls.off_loop_encoded(lambda: reports.prepare_report(snap, leaf, keep, reserve,
-                                                                    text_cache=handle.text_cache,
-                                                                    include_text=params.include_text))
+    # The answer depends only on the path to the leaf (appends never change it; prunes and
+    # reloads clear the memo) and these settings: asked again, e.g. by a panel refreshing its
+    # preview, it is sent as it was.
+    key = (leaf if leaf is not None else snap.leaf_id, keep, reserve, params.include_text)
+    memo = handle.encoded_answers.get("session/prepareCompaction")
+    if memo is not None and memo[0] == key:
+        return memo[1]
+    epoch = handle.derived_epoch
+    answer = await ls.off_loop_encoded(lambda: reports.prepare_report(snap, leaf, keep, reserve,
+                                                                      text_cache=handle.text_cache,
+                                                                      include_text=params.include_text))
+    if handle.derived_epoch == epoch:  # not pruned or reloaded meanwhile
+        handle.encoded_answers["session/prepareCompaction"] = (key, answer)
+    return answer
 
 
 # --- summarizations -------------------------------------------------------------------------------
