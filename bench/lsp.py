@@ -118,6 +118,16 @@ class Daemon:
         self.notify("initialized", {})
         return result
 
+    def settle(self, cwd: Path) -> None:
+        """Wait until the daemon is past its start-up work: the tokenizer it preloads holds the GIL
+        for most of a second, as it does long before a user opens a session in an editor. The
+        first token count waits for it."""
+        sid = self.call("session/create", {"cwd": str(cwd), "inMemory": True})["sessionId"]
+        self.call("session/append", {"sessionId": sid, "entries": [
+            {"type": "message", "message": {"role": "user", "content": "hi", "timestamp": 1}}]})
+        self.call("session/tokenStats", {"sessionId": sid})
+        self.call("session/close", {"sessionId": sid})
+
     def close(self) -> None:
         try:
             self.call("shutdown", None, timeout=10)

@@ -107,6 +107,7 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
         with Daemon(env={"PI_CODING_AGENT_DIR": str(agent)}, cwd=Path(tmp)) as daemon:
             # Automatic compaction off: opening a full session must not write to it.
             daemon.initialize({"settings": {"compaction": {"enabled": False}}})
+            daemon.settle(Path(tmp))
 
             def open_close() -> None:
                 sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
