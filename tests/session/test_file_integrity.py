@@ -198,3 +198,41 @@ def test_a_file_replaced_by_another_session_is_not_reloaded_as_this_one(tmp_path
     with pytest.raises(ConcurrentModificationError, match="another session"):
         session.sync()
     assert session.session_id == "first" and len(session.entries) == 1
+
+
+def _small_file_cases(tmp_path: Path) -> list[Path]:
+    """Files the whole-file read must take like the streaming one: real Pi files, a title slot,
+    a torn last line, an invalid line, a blank line, fingerprint spans cut at every size."""
+    cases = []
+    for source in REAL_PI_FILES.values():
+        if source.stat().st_size <= session_file.READ_WHOLE_BYTES:
+            cases.append(tmp_path / source.name)
+            shutil.copyfile(source, cases[-1])
+    header = json.dumps({"type": "session", "version": 3, "id": "s1", "timestamp": "t", "cwd": "/"})
+    slot = json.dumps({"type": "title", "v": 1, "title": "x", "updatedAt": "t", "pad": " " * 40})
+    line = json.dumps({"type": "message", "id": "a", "parentId": None, "timestamp": "t",
+                       "message": {"role": "user", "content": "é" * 300, "timestamp": 1}})
+    for n, body in enumerate([
+        f"{slot}\n{header}\n{line}\n",
+        f"{header}\n{line}\n\n not json\n{line[:-9]}",  # blank, invalid, torn
+        f"{header}\n" + f"{line}\n" * 40,  # past the fingerprint's edge and spots
+        f"{header}\n" + f"{line}\n" * 7,
+    ]):
+        path = tmp_path / f"case-{n}.jsonl"
+        path.write_text(body, encoding="utf-8")
+        cases.append(path)
+    return cases
+
+
+def test_small_files_read_whole_give_what_the_streaming_read_gives(tmp_path: Path, monkeypatch) -> None:
+    cases = _small_file_cases(tmp_path)
+    whole = [session_file.SessionFile(path).read() for path in cases]
+    monkeypatch.setattr(session_file, "READ_WHOLE_BYTES", -1)  # every file through the buffered reader
+    streamed = [session_file.SessionFile(path).read() for path in cases]
+    assert len(cases) >= 7
+    for path, a, b in zip(cases, whole, streamed):
+        assert a == b, path.name
+    # the fingerprint over bytes in memory is the one the file rules compute from the file
+    for path, raw in zip(cases, whole):
+        with open(path, "rb") as handle:
+            assert raw.state.digest == session_file.fingerprint(handle.fileno(), raw.state.prelude_len, raw.state.size)

@@ -11,6 +11,7 @@ does not stay full because of us.
 from __future__ import annotations
 
 import hashlib
+import io
 import os
 import shutil
 import stat as stat_module
@@ -65,13 +66,23 @@ def _spans(start: int, end: int) -> list[tuple[int, int]]:
 
 def fingerprint(fd: int, start: int, end: int) -> bytes:
     """A digest of the sampled bytes of [start, end); b"" if the file is shorter than `end`."""
-    digest = hashlib.blake2b(digest_size=16)
-    digest.update(f"{start}:{end}".encode())
+    digest = hashlib.blake2b(b"%d:%d" % (start, end), digest_size=16)
     for offset, length in _spans(start, end):
         data = os.pread(fd, length, offset)
         if len(data) != length:
             return b""
         digest.update(data)
+    return digest.digest()
+
+
+def fingerprint_of(data: bytes, start: int, end: int) -> bytes:
+    """`fingerprint` of a file whose bytes are `data` (read whole)."""
+    if len(data) < end:
+        return b""
+    view = memoryview(data)
+    digest = hashlib.blake2b(b"%d:%d" % (start, end), digest_size=16)
+    for offset, length in _spans(start, end):
+        digest.update(view[offset : offset + length])
     return digest.digest()
 
 
@@ -199,6 +210,28 @@ def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry
     return prelude, header, parsed, warnings, line_no, size, last_start if not last_newline else -1
 
 
+# Files up to this size are read in one go and split in memory (`_read_whole`): the fixed cost of
+# a buffered file object and of re-reading the fingerprint's samples is most of a small open.
+READ_WHOLE_BYTES = 1024 * 1024
+
+
+def _read_whole(fd: int) -> RawFile:
+    chunks = []
+    while chunk := os.read(fd, READ_WHOLE_BYTES + 1):  # to the end, even if the file grew meanwhile
+        chunks.append(chunk)
+    data = b"".join(chunks)
+    prelude, header, parsed, warnings, lines, size, torn_from = _parse(io.BytesIO(data))
+    st = os.fstat(fd)
+    digest = fingerprint_of(data, len(prelude), size)
+    return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, digest)
+
+
+def _raw_file(prelude: bytes, header: Entry | None, parsed: list[tuple[int, Entry]], warnings: list[LoadWarning],
+              st: os.stat_result, lines: int, size: int, torn_from: int, digest: bytes) -> RawFile:
+    state = FileState(st.st_ino, size, st.st_mtime_ns, torn_from < 0, lines, len(prelude), digest, torn_from)
+    return RawFile(prelude, header, parsed, warnings, state)
+
+
 def _write_all(fd: int, data: bytes) -> None:
     view = memoryview(data)
     while view:
@@ -257,6 +290,10 @@ class SessionFile:
             if kind is not None:
                 raise NotARegularFileError(self.path, kind)
             os.set_blocking(fd, True)
+            if st.st_size <= READ_WHOLE_BYTES:
+                raw = _read_whole(fd)
+                os.close(fd)
+                return raw
             handle = os.fdopen(fd, "rb")
         except BaseException:
             os.close(fd)
@@ -265,8 +302,7 @@ class SessionFile:
             prelude, header, parsed, warnings, lines, size, torn_from = _parse(handle)
             st = os.fstat(handle.fileno())
             digest = fingerprint(handle.fileno(), len(prelude), size)
-        state = FileState(st.st_ino, size, st.st_mtime_ns, torn_from < 0, lines, len(prelude), digest, torn_from)
-        return RawFile(prelude, header, parsed, warnings, state)
+        return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, digest)
 
     def adopt_read(self, raw: RawFile) -> None:
         self.state = raw.state

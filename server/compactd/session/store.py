@@ -240,7 +240,7 @@ class Session(TreeQueries):
         """Open a session file (F-20..F-27, D-16, D-17). A missing file starts a new session at
         that path; an empty file is initialised; a non-empty invalid file raises; a path that is
         not a regular file (directory, device, FIFO) is refused before anything is read."""
-        path = Path(path)
+        path = path if isinstance(path, Path) else Path(path)
         file = SessionFile(path)
         try:
             with gc_paused():
