@@ -17,6 +17,7 @@ same bytes. Without `--peer pi` (or without node/npm/registry) only compactd is 
 
 from __future__ import annotations
 
+import itertools
 import json
 import shutil
 import subprocess
@@ -117,6 +118,14 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
             sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
             out["context"] = _until(lambda: daemon.call("session/context", {"sessionId": sid}), repeats)
             out["prepare"] = _until(lambda: daemon.call("session/prepareCompaction", {"sessionId": sid}), repeats)
+            # The daemon keeps its latest dry-run answer: asked at the leaf and at its parent in
+            # turn, every answer is computed (what a panel gets after each append).
+            leaf = daemon.call("session/context", {"sessionId": sid})["leafId"]
+            entry = daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})["entry"] if leaf else {}
+            parent = entry.get("parentId")
+            other = {"leafId": parent} if parent else {"keepRecentTokens": 20001}  # (a lone entry: other parameters)
+            asks = itertools.cycle([{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}])
+            out["prepare at a new leaf"] = _until(lambda: daemon.call("session/prepareCompaction", next(asks)), repeats)
     return out
 
 
@@ -184,6 +193,6 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                    extra=_tag(label, "prepare", "compactd", **note))
         yield Case(f"compactd prepare, no text {label}", lambda f=ours: f("prepareNoText"), unit="ms",
                    sampled=True, extra=_tag(label, "prepare, no text", "compactd", **note))
-        for step in ("open", "context", "prepare"):
+        for step in ("open", "context", "prepare", "prepare at a new leaf"):
             yield Case(f"daemon {step} {label}", lambda f=daemon, k=step: f(k), unit="ms", sampled=True,
                        extra=_tag(label, step, "daemon", **note))
