@@ -5,6 +5,8 @@ lifecycle edges (requests before initialize, exit codes) and that the API key ne
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 from pathlib import Path
 
@@ -180,3 +182,32 @@ def test_initialize_with_missing_or_wrong_fields_names_them() -> None:
         assert server.shutdown() == 0
     finally:
         server.kill()
+
+
+def test_requests_from_a_regular_file_on_stdin(tmp_path: Path) -> None:
+    """stdin is read on the event loop when it is a pipe; a regular file (`compactd serve < f`),
+    which the loop cannot watch, is read by a thread instead: the requests are answered, then the
+    end of the file ends the daemon."""
+    frames = b""
+    for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
+                    {"jsonrpc": "2.0", "method": "initialized", "params": {}},
+                    {"jsonrpc": "2.0", "id": 3, "method": "shutdown", "params": None}):
+        body = json.dumps(message).encode()
+        frames += b"Content-Length: %d\r\n\r\n" % len(body) + body
+    requests = tmp_path / "requests.bin"
+    requests.write_bytes(frames)
+    with open(requests, "rb") as stdin:
+        done = subprocess.run([sys.executable, "-m", "compactd", "serve"], stdin=stdin, capture_output=True,
+                              timeout=60, env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path)})
+    answers = {}
+    out = done.stdout
+    while out:
+        header, _, rest = out.partition(b"\r\n\r\n")
+        length = next(int(line.split(b":")[1]) for line in header.split(b"\r\n")
+                      if line.lower().startswith(b"content-length"))
+        message = json.loads(rest[:length])
+        answers[message.get("id")] = message
+        out = rest[length:]
+    assert answers[1]["result"]["serverInfo"]["name"] == "compactd"
+    assert answers[3]["result"] is None
+    assert done.returncode == 0  # end of input after shutdown
