@@ -211,3 +211,47 @@ def test_requests_from_a_regular_file_on_stdin(tmp_path: Path) -> None:
     assert answers[1]["result"]["serverInfo"]["name"] == "compactd"
     assert answers[3]["result"] is None
     assert done.returncode == 0  # end of input after shutdown
+
+
+def test_large_answers_stay_whole_while_the_daemon_is_stopped_and_continued(tmp_path: Path) -> None:
+    """A debugger or profiler attaching stops and continues the daemon (SIGSTOP/SIGCONT); a large
+    answer whose write that interrupts must still arrive whole. The buffered stdout lost the rest
+    of such a write (answers cut at the pipe's 64 KB, the stream desynchronized)."""
+    import signal
+    import threading
+    import time
+
+    from ..conftest import REAL_PI_FILES
+
+    path = tmp_path / "large.jsonl"
+    path.write_bytes(REAL_PI_FILES["pi-mono-large-session"].read_bytes())
+    server = RawServer(PI_CODING_AGENT_DIR=str(tmp_path))
+    stop = threading.Event()
+
+    def stop_and_continue() -> None:
+        while not stop.is_set():
+            os.kill(server.proc.pid, signal.SIGSTOP)
+            time.sleep(0.0005)
+            os.kill(server.proc.pid, signal.SIGCONT)
+            time.sleep(0.002)
+
+    hammer = threading.Thread(target=stop_and_continue, daemon=True)
+    try:
+        server.initialize({"settings": {"compaction": {"enabled": False}}})
+        sid = server.request(1, "session/open", {"path": str(path)})["result"]["sessionId"]
+        leaf = server.request(2, "session/context", {"sessionId": sid})["result"]["leafId"]
+        parent = server.request(3, "session/entry", {"sessionId": sid, "entryId": leaf})["result"]["entry"]["parentId"]
+        asks = [{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, "leafId": parent}]
+        expected = [server.request(10 + n, "session/prepareCompaction", ask)["result"] for n, ask in enumerate(asks)]
+        assert len(expected[0]["conversationText"]) > 200_000  # several pipe buffers per answer
+        hammer.start()
+        for n in range(40):  # a new leaf each time: every answer computed and written again
+            answer = server.request(100 + n, "session/prepareCompaction", asks[n % 2])
+            assert answer["result"] == expected[n % 2]
+        stop.set()
+        hammer.join()
+        os.kill(server.proc.pid, signal.SIGCONT)
+        assert server.shutdown() == 0
+    finally:
+        stop.set()
+        server.kill()

@@ -376,6 +376,26 @@ def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_
     threading.Thread(target=pump, name="compactd-stdin", daemon=True).start()
 
 
+class FdWriter:
+    """pygls' writer interface over a file descriptor: `os.write` until every byte is out.
+    The buffered `sys.stdout.buffer` loses the rest of a large write that a stop signal interrupts
+    (SIGSTOP/SIGCONT, as a debugger or profiler attaching sends): answers were cut at the pipe's
+    64 KB and the client's stream desynchronized (tests/e2e/test_garbage.py)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._lock = threading.Lock()  # one frame at a time, whole
+
+    def close(self) -> None:
+        os.close(self._fd)
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        with self._lock:
+            while view:
+                view = view[os.write(self._fd, view):]
+
+
 def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
     """Read stdin on the loop itself when it can watch the descriptor (a pipe on Linux or macOS):
     a request then reaches its handler without waking another thread first (a hop of ~30 us of
@@ -402,4 +422,4 @@ def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_
         start_stdin_thread(loop, reader, on_eof)
 
 
-__all__ = ["CompactdProtocol", "FrameReader", "make_converter", "start_stdin_reader", "start_stdin_thread"]
+__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_reader", "start_stdin_thread"]

@@ -34,7 +34,7 @@ from .answers import encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
-from .protocol import CompactdProtocol, FrameReader, make_converter, start_stdin_reader
+from .protocol import CompactdProtocol, FdWriter, FrameReader, make_converter, start_stdin_reader
 from .schema import InitOptions
 from .watch import poll_interval, watch_files
 from .watchdog import watch_process
@@ -304,7 +304,12 @@ class CompactdServer(LanguageServer):
         """Serve until `exit`, end of stdin, or (with `client_pid`) the client process is gone."""
         out = stdout or sys.stdout.buffer
         sys.stdout = sys.stderr  # a stray print() must never corrupt the protocol stream
-        self.protocol.set_writer(StdoutWriter(out))
+        out.flush()
+        try:
+            writer: Any = FdWriter(out.fileno())
+        except (AttributeError, OSError, ValueError):  # a stream without a descriptor (tests)
+            writer = StdoutWriter(out)
+        self.protocol.set_writer(writer)
         self.protocol.experimental = self.experimental_capabilities()
         # CPU-bound workers (counting, dry runs on long sessions) hold the GIL for up to the switch
         # interval each time the loop or the stdin reader wants it back; 5 ms by default, paid
