@@ -173,3 +173,44 @@ def test_prune_requires_dry_run_and_reports(tmp_path: Path, pi_fixture: Path) ->
     small = write_session(tmp_path / "s.jsonl", b)
     assert run_json("prune", str(small), "--dry-run") == {"prunedCount": 0, "tokensSaved": 0, "entryIds": []}
     assert "nothing to prune" in run("prune", str(small), "--dry-run").stdout
+
+
+def test_prepare_json_arrives_whole_through_a_pipe_while_the_command_is_stopped_and_continued(tmp_path: Path) -> None:
+    """Ctrl-Z / fg (or a debugger) stops and continues the command while it writes megabytes into
+    a pipe; the buffered stdout lost the rest of an interrupted write, the JSON must stay whole."""
+    import os
+    import signal
+    import threading
+    import time
+
+    from ..conftest import REAL_PI_FILES
+
+    path = tmp_path / "large.jsonl"
+    path.write_bytes(REAL_PI_FILES["pi-mono-large-session"].read_bytes())
+    args = [sys.executable, "-m", "compactd", "prepare", str(path), "--json", "--show-text"]
+    expected = json.loads(subprocess.run(args, capture_output=True, check=True, timeout=120).stdout)
+    for _ in range(3):
+        proc = subprocess.Popen(args, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        assert proc.stdout is not None
+        time.sleep(0.3)  # start-up: the output is written into the full pipe from here on
+        done = threading.Event()
+
+        def stop_and_continue(pid: int = proc.pid, done: threading.Event = done) -> None:
+            while not done.is_set():
+                try:
+                    os.kill(pid, signal.SIGSTOP)
+                    time.sleep(0.0005)
+                    os.kill(pid, signal.SIGCONT)
+                except ProcessLookupError:
+                    return
+                time.sleep(0.001)
+
+        hammer = threading.Thread(target=stop_and_continue, daemon=True)
+        hammer.start()
+        chunks = []
+        while chunk := proc.stdout.read(4096):  # a slow reader: the writer blocks on a full pipe
+            chunks.append(chunk)
+        done.set()
+        hammer.join()
+        proc.wait(60)
+        assert json.loads(b"".join(chunks)) == expected

@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from compactd.session import Session, SessionError
+from compactd.session.file import write_all
 
 
 class CliError(Exception):
@@ -58,11 +59,12 @@ def print_json(value: Any) -> None:
     our reports; whatever orjson refuses (a lone surrogate, a huge int) takes the slow path."""
     try:
         encoded = orjson.dumps(value, option=orjson.OPT_INDENT_2) + b"\n"
-        sys.stdout.flush()  # whatever was printed as text goes first
-        sys.stdout.buffer.write(encoded)
-        sys.stdout.flush()
-    except (orjson.JSONEncodeError, AttributeError):  # AttributeError: stdout replaced by text only
+        fd = sys.stdout.fileno()
+    except (orjson.JSONEncodeError, AttributeError, OSError, ValueError):  # or stdout without a descriptor
         sys.stdout.write(json.dumps(value, ensure_ascii=False, indent=2) + "\n")
+        return
+    sys.stdout.flush()  # whatever was printed as text goes first
+    write_all(fd, encoded)  # whole, even into a pipe while the command is stopped (Ctrl-Z)
 
 
 def run_guarded(func: Any, args: argparse.Namespace) -> int:

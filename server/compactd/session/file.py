@@ -232,7 +232,9 @@ def _raw_file(prelude: bytes, header: Entry | None, parsed: list[tuple[int, Entr
     return RawFile(prelude, header, parsed, warnings, state)
 
 
-def _write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes) -> None:
+    """Every byte of `data`, however many writes it takes (a pipe takes part of a large write
+    when a stop signal interrupts it; the buffered file objects lose the rest)."""
     view = memoryview(data)
     while view:
         written = os.write(fd, view)
@@ -385,7 +387,7 @@ class SessionFile:
         except FileExistsError as exc:
             raise ConcurrentModificationError(f"Cannot create session file, it already exists: {self.path}") from exc
         try:
-            _write_all(fd, data)
+            write_all(fd, data)
             if self.fsync:
                 os.fsync(fd)
             st = os.fstat(fd)
@@ -412,7 +414,7 @@ class SessionFile:
         try:
             before = os.fstat(fd).st_size
             try:
-                _write_all(fd, data)
+                write_all(fd, data)
                 if self.fsync:
                     os.fsync(fd)
             except BaseException:
@@ -446,7 +448,7 @@ class SessionFile:
             try:
                 fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
                 try:
-                    _write_all(fd, self.prelude + body)
+                    write_all(fd, self.prelude + body)
                     os.fsync(fd)
                     digest = fingerprint(fd, len(self.prelude), len(self.prelude) + len(body))
                 finally:
