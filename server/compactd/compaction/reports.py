@@ -20,7 +20,7 @@ from .branch import (
 from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
 from .exact_tokens import ExactTokenCache, count_entry_messages
 from .figures import compaction_figures, summarized_entries
-from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
+from .prepare import CompactionPreparation, NotPrepared, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
 from .serialize import SerializedTextCache
 from .settings import (
@@ -71,8 +71,9 @@ def recent_path_for(session: SessionLike, leaf_id: str | None = None) -> list[En
     return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
 
 
-def _sourced_json(items: Sequence[SourcedMessage]) -> list[dict[str, Any]]:
-    return [{"role": item.message.get("role"), "entryId": item.entry_id} for item in items]
+def _sourced_json(items: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """(entry id, message) pairs (`SourcedMessage`s or plain tuples) as the answer lists them."""
+    return [{"role": message.get("role"), "entryId": entry_id} for entry_id, message in items]
 
 
 def run_prepare(
@@ -97,8 +98,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) 
         "isSplitTurn": prep.is_split_turn,
         "turnStartEntryId": prep.turn_start_entry_id,
         "tokensBefore": prep.tokens_before,
-        "messagesToSummarize": _sourced_json(prep.messages_to_summarize),
-        "turnPrefixMessages": _sourced_json(prep.turn_prefix_messages),
+        "messagesToSummarize": _sourced_json(prep.summarized),
+        "turnPrefixMessages": _sourced_json(prep.turn_prefix),
         "previousSummary": prep.previous_summary,
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
