@@ -33,7 +33,8 @@ REPLACEMENT_CHAR = "\ufffd"
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
-_DIGITS = frozenset("0123456789")
+DIGITS = frozenset("0123456789")  # what a key that is an array index starts with
+_DIGITS = DIGITS
 
 
 def utf16_len(text: str) -> int:
@@ -56,7 +57,9 @@ def utf16_slice(text: str, units: int) -> str:
         return ""
     if text.isascii():
         return text[:units]
-    encoded = text.encode("utf-16-le", "surrogatepass")
+    # The first `units` code units lie within the first `units` characters; one more shows
+    # whether the cut splits a pair. Encoding only those keeps a cut of a long text cheap.
+    encoded = text[: units + 1].encode("utf-16-le", "surrogatepass")
     if units * 2 >= len(encoded):
         return text
     head = encoded[: units * 2]
