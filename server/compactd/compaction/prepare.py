@@ -208,8 +208,8 @@ def _non_system_unedited(
     same pass (O-2)."""
     out: list[SourcedPair] = []
     append = out.append
-    for index in range(start, end):
-        entry = listed[index]
+    collect = ops is not None
+    for entry in listed[start:end]:
         entry_type = entry.get("type")
         if entry_type == "message":
             message = entry.get("message")
@@ -221,8 +221,8 @@ def _non_system_unedited(
             if role == "system":
                 continue
             append((entry["id"], message))
-            if role == "assistant" and ops is not None:
-                extract_file_ops_from_message(message, ops)
+            if collect and role == "assistant":
+                extract_file_ops_from_message(message, ops)  # type: ignore[arg-type]
         elif entry_type == "custom_message" or entry_type == "branch_summary":
             for message in project_entry(entry):  # user-like roles: no file operations
                 append((entry["id"], message))
@@ -260,12 +260,10 @@ def _usage_is_current(usage_entry: Entry | None, path: Sequence[Entry]) -> bool:
     return False
 
 
-def _heuristic_estimate(
-    messages: list[Message], estimate: Callable[[Message], int] = estimate_tokens
-) -> ContextUsageEstimate:
+def _heuristic_estimate(messages: list[Message]) -> ContextUsageEstimate:
     system = replay_system_messages(messages)
     tokens = (estimate_tokens(system) if system is not None else 0) + sum(
-        estimate(m) for m in messages if m.get("role") != "system"
+        estimate_tokens(m) for m in messages if m.get("role") != "system"
     )
     return ContextUsageEstimate(tokens, 0, tokens, None)
 
@@ -287,9 +285,10 @@ def _estimate_unedited_tokens(
             if has_valid_usage(message):
                 if _usage_is_current(entry, path):
                     return calculate_context_tokens(message["usage"]) + trailing
-                return _heuristic_estimate(_unedited_messages(listed, first), estimate).tokens
+                return _heuristic_estimate(_unedited_messages(listed, first)).tokens
             trailing += estimate(message)
-    return _heuristic_estimate(_unedited_messages(listed, first), estimate).tokens
+    # No current usage: every message counts (not through the memo, which would hold them all).
+    return _heuristic_estimate(_unedited_messages(listed, first)).tokens
 
 
 def _unedited_messages(listed: Sequence[Entry], first: list[Message] | None) -> list[Message]:
