@@ -413,8 +413,18 @@ def _prepare(
 
 def _positions(path: list[Entry], items: Sequence[Any]) -> Any:
     """(entry, index in `items`) → the entry's index in `path`: the same index when `items` is
-    the path itself (no compaction, no edits), else looked up by identity (C loops)."""
+    the path itself (no compaction, no edits), else found by identity. The entries after the
+    latest compaction end both lists, so an entry of that tail sits as far from the end in
+    each; one of the compaction's kept range sits a little before that (the range lost its
+    system messages): searched back from there, a step or two."""
     if items is path:
         return lambda entry, index: index
-    identities = list(map(id, path))
-    return lambda entry, index: identities.index(id(entry))
+    shift = len(path) - len(items)
+
+    def position(entry: Entry, index: int) -> int:
+        for at in range(min(index + shift, len(path) - 1), -1, -1):
+            if path[at] is entry:
+                return at
+        return list(map(id, path)).index(id(entry))  # (the compaction itself lies after its kept range)
+
+    return position

@@ -158,13 +158,15 @@ def context_entries(path: list[Entry], compaction_index: int | None = None) -> l
         return list(path)
     compaction = path[compaction_index]
     first_kept = compaction.get("firstKeptEntryId")
-    if path and path[0].get("id") == first_kept:  # a recent path starts there
+    start = compaction_index  # no entry with that id before C: nothing kept
+    if path and path[0].get("id") == first_kept:  # a recent path often starts there
         start = 0
-    else:  # the first entry before C with that id (a comprehension and a C search: the path may be long)
-        try:
-            start = [entry.get("id") for entry in path[:compaction_index]].index(first_kept)
-        except ValueError:
-            start = compaction_index
+    else:  # the entry before C with that id (ids are unique on a path): searched back from C,
+        # since the kept range is usually short and what precedes it long
+        for index in range(compaction_index - 1, -1, -1):
+            if path[index].get("id") == first_kept:
+                start = index
+                break
     kept = [entry for entry in path[start:compaction_index] if not is_system_message_entry(entry)]
     return [compaction, *kept, *path[compaction_index + 1 :]]
 
@@ -388,18 +390,17 @@ def _cycle_tail(tail: list[Entry], current: Entry | None) -> list[Entry]:
 
 def _extend_to_thinking_change(tail: list[Entry], get: Any, current: Entry, limit: int) -> None:
     """`recent_path`'s walk once only the thinking level is missing (often to the root, when the
-    path never changed it): one check per step."""
-    while True:
-        parent = current.get("parentId")
-        current = get(parent) if parent is not None else None
+    path never changed it): one check per step, until the tail holds more entries than the
+    session (a parentId cycle)."""
+    append = tail.append
+    for _ in repeat(None, limit + 1 - len(tail)):
+        current = get(current.get("parentId"))  # type: ignore[assignment]
         if current is None:
             return
-        tail.append(current)
-        if len(tail) > limit:  # a parentId cycle
-            _cut_at_repeat(tail)
-            return
+        append(current)
         if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
             return
+    _cut_at_repeat(tail)
 
 
 def _cut_at_repeat(tail: list[Entry]) -> None:
