@@ -77,9 +77,22 @@ def entry_tokens(entry: Item, estimate: Callable[[dict[str, Any]], int] = estima
 
 
 def _has_role(entry: Item, roles: frozenset[str]) -> bool:
-    if _type(entry) == "compaction":
-        return False
-    return any(m.get("role") in roles for m in _messages(entry))
+    if isinstance(entry, ProjectedEntry):
+        if entry.entry.get("type") == "compaction":
+            return False
+        messages = entry.messages
+    else:
+        entry_type = entry.get("type")
+        if entry_type == "message":  # its one message (repairing a null content keeps the role)
+            message = entry.get("message")
+            return isinstance(message, dict) and message.get("role") in roles
+        if entry_type == "compaction":
+            return False
+        messages = project_entry(entry)
+    for message in messages:
+        if message.get("role") in roles:
+            return True
+    return False
 
 
 def is_valid_cut_point(entry: Item) -> bool:

@@ -91,6 +91,12 @@ class NotPrepared:
         return False
 
 
+# One each (frozen, so shareable): made on every request that prepares nothing.
+_ALREADY_COMPACTED = NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
+_NOTHING_TO_COMPACT = NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
+_NEEDS_MIGRATION = NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
+
+
 SourcedPair = tuple[str, Message]
 
 
@@ -313,7 +319,7 @@ def prepare_compaction(
     """
     path = list(path_entries)
     if path and path[-1].get("type") == "compaction":
-        return NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
+        return _ALREADY_COMPACTED
     # Without context edits (the usual case) every entry projects on its own: work on the listed
     # entries directly. The same result as on `project_path` (tests/compaction/test_prepare_fast_path.py).
     # Tens of thousands of small containers on a long path, none cyclic: without the pause, the
@@ -353,10 +359,10 @@ def _prepare(
     cut = find_cut_point(items, window_start, count, settings.keep_recent_tokens,
                          newest_cut_fallback=newest_cut_fallback, estimate=estimate)
     if cut.first_kept_entry_index >= count:
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)  # nothing in the window
+        return _NOTHING_TO_COMPACT  # nothing in the window
     first_kept = entry_at(cut.first_kept_entry_index)
     if not first_kept.get("id"):
-        return NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
+        return _NEEDS_MIGRATION
 
     # R-14: cumulative file tracking, seeded from the previous pi-made compaction.
     ops = FileOperations()
@@ -373,7 +379,7 @@ def _prepare(
         to_summarize = _non_system_unedited(items, window_start, history_end, ops)  # type: ignore[arg-type]
         prefix = _non_system_unedited(items, cut.turn_start_index, cut.first_kept_entry_index, ops) if cut.is_split_turn else []  # type: ignore[arg-type]
     if not to_summarize and not prefix:
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
+        return _NOTHING_TO_COMPACT
     if projected is not None:
         kept = _non_system(projected[cut.first_kept_entry_index :])
     else:
