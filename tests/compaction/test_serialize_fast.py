@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from compactd.compaction.prompts import escape_wrapped
-from compactd.compaction.serialize import _message_parts, append_message_parts, serialize_sourced
+from compactd.compaction.jscompat import js_json_stringify, js_object_keys
+from compactd.compaction.serialize import _message_parts, _tool_call_text, append_message_parts, serialize_sourced
 from compactd.session.context import convert_message
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -110,3 +111,28 @@ def test_generated_messages_serialize_as_defined(message: dict[str, Any]) -> Non
             pass
         else:
             raise AssertionError(f"expected {expected.__name__}")
+
+
+def _tool_call_definition(block: dict[str, Any]) -> str:
+    """Z-3's `name(key=JSON.stringify(value), ...)` written plainly: JavaScript key order, every
+    value through `js_json_stringify` (itself checked against Node in test_jscompat.py)."""
+    arguments = block["arguments"]
+    rendered = ", ".join(f"{key}={js_json_stringify(arguments[key])}" for key in js_object_keys(arguments))
+    return f"{block['name']}({rendered})"
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.text(max_size=8), st.dictionaries(_key | st.text(max_size=4), _value, max_size=5))
+def test_tool_call_text_equals_its_definition(name: str, arguments: dict[str, Any]) -> None:
+    """The one-pass rendering of plain arguments (string values to orjson) against the
+    definition, index-like keys, lone surrogates and non-string values included."""
+    block = {"type": "toolCall", "name": name, "arguments": arguments}
+    assert _tool_call_text(block) == _tool_call_definition(block)
+
+
+def test_real_tool_calls_render_as_defined() -> None:
+    blocks = [b for m in _fixture_messages() if m.get("role") == "assistant" and isinstance(m.get("content"), list)
+              for b in m["content"] if isinstance(b, dict) and b.get("type") == "toolCall"]
+    assert len(blocks) > 500
+    for block in blocks:
+        assert _tool_call_text(block) == _tool_call_definition(block)

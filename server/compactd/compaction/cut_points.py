@@ -8,7 +8,7 @@ D-3, weigh nothing in the budget walk.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -60,17 +60,39 @@ class CutPointResult:
     is_split_turn: bool
 
 
-def entry_tokens(entry: Item) -> int:
-    """P-9 [PI-NEW]: K-1 summed over the entry's projected messages (compaction entries: 0, D-3)."""
-    if _type(entry) == "compaction":
+def entry_tokens(entry: Item, estimate: Callable[[dict[str, Any]], int] = estimate_tokens) -> int:
+    """P-9 [PI-NEW]: K-1 summed over the entry's projected messages (compaction entries: 0, D-3).
+    `estimate`: K-1 of one message (a caller may remember them)."""
+    if isinstance(entry, ProjectedEntry):
+        if entry.entry.get("type") == "compaction":
+            return 0
+        return sum(map(estimate, entry.messages))
+    entry_type = entry.get("type")
+    if entry_type == "message":  # one message (a null content counts 0 repaired or not)
+        message = entry.get("message")
+        return estimate(message) if isinstance(message, dict) else 0
+    if entry_type == "compaction":
         return 0
-    return sum(estimate_tokens(m) for m in _messages(entry))
+    return sum(map(estimate, project_entry(entry)))
 
 
 def _has_role(entry: Item, roles: frozenset[str]) -> bool:
-    if _type(entry) == "compaction":
-        return False
-    return any(m.get("role") in roles for m in _messages(entry))
+    if isinstance(entry, ProjectedEntry):
+        if entry.entry.get("type") == "compaction":
+            return False
+        messages = entry.messages
+    else:
+        entry_type = entry.get("type")
+        if entry_type == "message":  # its one message (repairing a null content keeps the role)
+            message = entry.get("message")
+            return isinstance(message, dict) and message.get("role") in roles
+        if entry_type == "compaction":
+            return False
+        messages = project_entry(entry)
+    for message in messages:
+        if message.get("role") in roles:
+            return True
+    return False
 
 
 def is_valid_cut_point(entry: Item) -> bool:
@@ -139,6 +161,7 @@ def find_cut_point(
     keep_recent_tokens: int,
     *,
     newest_cut_fallback: bool = True,
+    estimate: Callable[[dict[str, Any]], int] = estimate_tokens,
 ) -> CutPointResult:
     """P-7..P-13: keep roughly `keep_recent_tokens` of the newest entries in `[start, end)`.
 
@@ -147,6 +170,7 @@ def find_cut_point(
     huge tool result after the newest cut point), Pi keeps everything; with
     `newest_cut_fallback` (D-14, our default) we cut at the newest valid cut point instead, so the
     older history can still be summarized while the tool call stays with its result.
+    `estimate` is K-1 of one message (`estimate_tokens`, or a caller's memo of it).
     """
     # Cut points are found lazily around where the budget walk stops: the walk only visits the
     # newest ~keep_recent_tokens, so a long uncompacted path is not classified entry by entry.
@@ -154,7 +178,7 @@ def find_cut_point(
     crossed = False
     accumulated = 0
     for i in range(end_index - 1, start_index - 1, -1):
-        tokens = entry_tokens(entries[i])
+        tokens = entry_tokens(entries[i], estimate)
         if tokens == 0:
             continue
         accumulated += tokens

@@ -32,9 +32,6 @@ class FileOperations:
         return FileOperations(dict(self.read), dict(self.written), dict(self.edited))
 
 
-_TARGET = {"read": "read", "write": "written", "edit": "edited"}
-
-
 def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOperations) -> None:
     """O-2: `read`/`write`/`edit` tool calls of an assistant message with a non-empty string
     `path` argument. Every other tool (bash, grep, …) is ignored, as in Pi."""
@@ -47,13 +44,18 @@ def extract_file_ops_from_message(message: Mapping[str, Any], ops: FileOperation
         if not isinstance(block, dict) or block.get("type") != "toolCall":
             continue
         name = block.get("name")
-        target = _TARGET.get(name) if type(name) is str else None
-        arguments = block.get("arguments")
-        if target is None or not isinstance(arguments, dict):
+        if name == "read":
+            target = ops.read
+        elif name == "edit":
+            target = ops.edited
+        elif name == "write":
+            target = ops.written
+        else:
             continue
-        path = arguments.get("path")
+        arguments = block.get("arguments")
+        path = arguments.get("path") if isinstance(arguments, dict) else None
         if isinstance(path, str) and path:
-            getattr(ops, target)[path] = None
+            target[path] = None
 
 
 def extract_file_ops(messages: Iterable[Mapping[str, Any]], ops: FileOperations | None = None) -> FileOperations:

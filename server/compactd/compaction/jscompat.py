@@ -33,7 +33,8 @@ REPLACEMENT_CHAR = "\ufffd"
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
-_DIGITS = frozenset("0123456789")
+DIGITS = frozenset("0123456789")  # what a key that is an array index starts with
+_DIGITS = DIGITS
 
 
 def utf16_len(text: str) -> int:
@@ -56,7 +57,9 @@ def utf16_slice(text: str, units: int) -> str:
         return ""
     if text.isascii():
         return text[:units]
-    encoded = text.encode("utf-16-le", "surrogatepass")
+    # The first `units` code units lie within the first `units` characters; one more shows
+    # whether the cut splits a pair. Encoding only those keeps a cut of a long text cheap.
+    encoded = text[: units + 1].encode("utf-16-le", "surrogatepass")
     if units * 2 >= len(encoded):
         return text
     head = encoded[: units * 2]
@@ -187,12 +190,34 @@ def _quote(text: str) -> str:
     return '"' + escaped + '"'
 
 
+def _flat_object_json(obj: dict[Any, Any]) -> str | None:
+    """`JSON.stringify` of a dict whose keys are not array indices and whose values are strings,
+    safe integers, booleans or null (most tool-call arguments), in one orjson call: for these
+    orjson writes exactly what JSON.stringify does (insertion order, the same escaping). None for
+    anything else (floats, nested containers, big integers, lone surrogates)."""
+    for key, item in obj.items():
+        if type(key) is not str or key[:1] in _DIGITS:
+            return None
+        kind = type(item)
+        if kind is str or item is None or kind is bool or (kind is int and -_MAX_SAFE <= item <= _MAX_SAFE):
+            continue
+        return None
+    try:
+        return orjson.dumps(obj).decode()
+    except orjson.JSONEncodeError:  # a lone surrogate
+        return None
+
+
 def js_json_stringify(value: Any) -> str:
     """`JSON.stringify(value)` for JSON-shaped Python data (E-4): compact, JavaScript key order,
     JavaScript escaping (no ASCII escaping; U+2028/U+2029 literal; lone surrogates escaped) and
     JavaScript number formatting (`1.0` → `1`, `1e21` → `1e+21`). Non-finite numbers become `null`."""
     if type(value) is str:  # the common case first: tool arguments are mostly strings
         return _quote(value)
+    if type(value) is dict:  # the next most common: a flat arguments object
+        flat = _flat_object_json(value)
+        if flat is not None:
+            return flat
     if value is None:
         return "null"
     if value is True:

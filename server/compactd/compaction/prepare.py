@@ -9,7 +9,7 @@ the newest valid cut point rather than keeping everything), D-25 (exact conversa
 from __future__ import annotations
 
 import enum
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Any, NamedTuple
@@ -36,11 +36,11 @@ from .tokens import (
     estimate_context_tokens,
     estimate_tokens,
     has_valid_usage,
-    sum_estimates,
 )
 
 __all__ = [
     "SourcedMessage",
+    "SourcedPair",
     "NoCompactionReason",
     "NotPrepared",
     "CompactionPreparation",
@@ -91,6 +91,15 @@ class NotPrepared:
         return False
 
 
+# One each (frozen, so shareable): made on every request that prepares nothing.
+_ALREADY_COMPACTED = NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
+_NOTHING_TO_COMPACT = NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
+_NEEDS_MIGRATION = NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
+
+
+SourcedPair = tuple[str, Message]
+
+
 @dataclass
 class CompactionPreparation:
     """R-15 plus what our dry run reports.
@@ -98,6 +107,10 @@ class CompactionPreparation:
     `estimated_tokens_after` is the chars/4 estimate (K-1) of the messages the rebuilt context
     would keep verbatim — everything from the first kept entry to the leaf, older compactions
     skipped (D-3) — **without** the new summary, whose size is unknown until it is generated.
+
+    The messages are held as plain (entry id, message) pairs: a NamedTuple each costs three times
+    as much to make, and the dry-run answer never needs one. `messages_to_summarize`,
+    `turn_prefix_messages` and `kept_messages` give them as `SourcedMessage`s.
     """
 
     first_kept_entry_id: str
@@ -107,9 +120,10 @@ class CompactionPreparation:
     turn_start_index: int
     turn_start_entry_id: str | None
     tokens_before: int | float
-    messages_to_summarize: list[SourcedMessage]
-    turn_prefix_messages: list[SourcedMessage]
-    kept_messages: list[SourcedMessage]
+    summarized: list[SourcedPair]
+    turn_prefix: list[SourcedPair]
+    kept: list[SourcedPair]
+    estimated_tokens_after: int
     previous_summary: str | None
     file_ops: FileOperations
     settings: CompactionSettings
@@ -120,9 +134,17 @@ class CompactionPreparation:
     def __bool__(self) -> bool:
         return True
 
-    @property
-    def estimated_tokens_after(self) -> int:
-        return sum_estimates(messages_of(self.kept_messages))
+    @cached_property
+    def messages_to_summarize(self) -> list[SourcedMessage]:
+        return list(map(SourcedMessage._make, self.summarized))
+
+    @cached_property
+    def turn_prefix_messages(self) -> list[SourcedMessage]:
+        return list(map(SourcedMessage._make, self.turn_prefix))
+
+    @cached_property
+    def kept_messages(self) -> list[SourcedMessage]:
+        return list(map(SourcedMessage._make, self.kept))
 
     @cached_property
     def file_lists(self) -> tuple[list[str], list[str]]:
@@ -140,20 +162,38 @@ class CompactionPreparation:
     @cached_property
     def conversation_text(self) -> str:
         """The exact text placed between `<conversation>` tags of the history prompt (S-3/S-4)."""
-        return serialize_sourced(self.messages_to_summarize, self.text_cache, escape=escape_wrapped)
+        return serialize_sourced(self.summarized, self.text_cache, escape=escape_wrapped)
 
     @cached_property
     def turn_prefix_text(self) -> str | None:
         """The same for the turn-prefix prompt; None unless the turn is split."""
         if not self.is_split_turn:
             return None
-        return serialize_sourced(self.turn_prefix_messages, self.text_cache, escape=escape_wrapped)
+        return serialize_sourced(self.turn_prefix, self.text_cache, escape=escape_wrapped)
 
 
-def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
+def _memo_estimates() -> Callable[[Message], int]:
+    """`estimate_tokens` remembered per message object for one preparation: the cut-point walk,
+    `tokens_before` and `estimated_tokens_after` estimate mostly the same newest messages. The
+    memo holds each message, so a message made on the fly (a projection) cannot be freed and its
+    address reused by another while the memo lives."""
+    memo: dict[int, tuple[Message, int]] = {}
+
+    def estimate(message: Message) -> int:
+        hit = memo.get(id(message))
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        value = estimate_tokens(message)
+        memo[id(message)] = (message, value)
+        return value
+
+    return estimate
+
+
+def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedPair]:
     """R-10/R-11, Q16-10/Q16-41: every non-system message of each projected entry; compaction
     entries (the previous checkpoint and summary) and invisible entries contribute none."""
-    out: list[SourcedMessage] = []
+    out: list[SourcedPair] = []
     append = out.append
     for item in items:
         entry = item.entry
@@ -161,21 +201,21 @@ def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedMessage]:
             continue
         for message in item.messages:
             if message.get("role") != "system":
-                append(SourcedMessage(entry["id"], message))
+                append((entry["id"], message))
     return out
 
 
 def _non_system_unedited(
     listed: Sequence[Entry], start: int, end: int, ops: FileOperations | None = None
-) -> list[SourcedMessage]:
+) -> list[SourcedPair]:
     """`_non_system` of `listed[start:end]` for a list without context edits (see
     `unedited_context_entries`), each entry projected on the spot, without a projected object
     per entry; with `ops`, the file operations of its assistant messages are collected in the
     same pass (O-2)."""
-    out: list[SourcedMessage] = []
+    out: list[SourcedPair] = []
     append = out.append
-    for index in range(start, end):
-        entry = listed[index]
+    collect = ops is not None
+    for entry in listed[start:end]:
         entry_type = entry.get("type")
         if entry_type == "message":
             message = entry.get("message")
@@ -186,12 +226,12 @@ def _non_system_unedited(
             role = message.get("role")
             if role == "system":
                 continue
-            append(SourcedMessage(entry["id"], message))
-            if role == "assistant" and ops is not None:
-                extract_file_ops_from_message(message, ops)
+            append((entry["id"], message))
+            if collect and role == "assistant":
+                extract_file_ops_from_message(message, ops)  # type: ignore[arg-type]
         elif entry_type == "custom_message" or entry_type == "branch_summary":
             for message in project_entry(entry):  # user-like roles: no file operations
-                append(SourcedMessage(entry["id"], message))
+                append((entry["id"], message))
     return out
 
 
@@ -228,13 +268,18 @@ def _usage_is_current(usage_entry: Entry | None, path: Sequence[Entry]) -> bool:
 
 def _heuristic_estimate(messages: list[Message]) -> ContextUsageEstimate:
     system = replay_system_messages(messages)
-    tokens = (estimate_tokens(system) if system is not None else 0) + sum_estimates(
-        m for m in messages if m.get("role") != "system"
+    tokens = (estimate_tokens(system) if system is not None else 0) + sum(
+        estimate_tokens(m) for m in messages if m.get("role") != "system"
     )
     return ContextUsageEstimate(tokens, 0, tokens, None)
 
 
-def _estimate_unedited_tokens(listed: Sequence[Entry], first: list[Message] | None, path: Sequence[Entry]) -> int | float:
+def _estimate_unedited_tokens(
+    listed: Sequence[Entry],
+    first: list[Message] | None,
+    path: Sequence[Entry],
+    estimate: Callable[[Message], int] = estimate_tokens,
+) -> int | float:
     """`estimate_projected_context_tokens(project_path(path), path).tokens` for a list without
     context edits, whose leading compaction (if any) projects to `first`: K-7 walks back from the
     leaf only to the newest valid usage, projecting just the entries it passes."""
@@ -247,7 +292,8 @@ def _estimate_unedited_tokens(listed: Sequence[Entry], first: list[Message] | No
                 if _usage_is_current(entry, path):
                     return calculate_context_tokens(message["usage"]) + trailing
                 return _heuristic_estimate(_unedited_messages(listed, first)).tokens
-            trailing += estimate_tokens(message)
+            trailing += estimate(message)
+    # No current usage: every message counts (not through the memo, which would hold them all).
     return _heuristic_estimate(_unedited_messages(listed, first)).tokens
 
 
@@ -273,7 +319,7 @@ def prepare_compaction(
     """
     path = list(path_entries)
     if path and path[-1].get("type") == "compaction":
-        return NotPrepared(NoCompactionReason.ALREADY_COMPACTED)
+        return _ALREADY_COMPACTED
     # Without context edits (the usual case) every entry projects on its own: work on the listed
     # entries directly. The same result as on `project_path` (tests/compaction/test_prepare_fast_path.py).
     # Tens of thousands of small containers on a long path, none cyclic: without the pause, the
@@ -308,20 +354,15 @@ def _prepare(
     # R-3 [PI-NEW]: re-summarize what the previous compaction kept, so nothing is lost.
     window_start = 1 if previous is not None else 0
 
-    # R-5 [PI-NEW]: the context that is about to be replaced.
-    if projected is not None:
-        tokens_before = estimate_projected_context_tokens(projected, path).tokens
-    else:
-        first = leading_compaction_messages(previous) if previous is not None else None
-        tokens_before = _estimate_unedited_tokens(items, first, path)  # type: ignore[arg-type]
-
     count = len(items)
-    cut = find_cut_point(items, window_start, count, settings.keep_recent_tokens, newest_cut_fallback=newest_cut_fallback)
+    estimate = _memo_estimates()
+    cut = find_cut_point(items, window_start, count, settings.keep_recent_tokens,
+                         newest_cut_fallback=newest_cut_fallback, estimate=estimate)
     if cut.first_kept_entry_index >= count:
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)  # nothing in the window
+        return _NOTHING_TO_COMPACT  # nothing in the window
     first_kept = entry_at(cut.first_kept_entry_index)
     if not first_kept.get("id"):
-        return NotPrepared(NoCompactionReason.NEEDS_MIGRATION)
+        return _NEEDS_MIGRATION
 
     # R-14: cumulative file tracking, seeded from the previous pi-made compaction.
     ops = FileOperations()
@@ -331,16 +372,26 @@ def _prepare(
     if projected is not None:
         to_summarize = _non_system(projected[window_start:history_end])
         prefix = _non_system(projected[cut.turn_start_index : cut.first_kept_entry_index]) if cut.is_split_turn else []
-        kept = _non_system(projected[cut.first_kept_entry_index :])
-        for item in (*to_summarize, *prefix):
-            if item.message.get("role") == "assistant":  # O-2: only assistant tool calls count
-                extract_file_ops_from_message(item.message, ops)
+        for _, message in (*to_summarize, *prefix):
+            if message.get("role") == "assistant":  # O-2: only assistant tool calls count
+                extract_file_ops_from_message(message, ops)
     else:
         to_summarize = _non_system_unedited(items, window_start, history_end, ops)  # type: ignore[arg-type]
         prefix = _non_system_unedited(items, cut.turn_start_index, cut.first_kept_entry_index, ops) if cut.is_split_turn else []  # type: ignore[arg-type]
-        kept = _non_system_unedited(items, cut.first_kept_entry_index, count)  # type: ignore[arg-type]
     if not to_summarize and not prefix:
-        return NotPrepared(NoCompactionReason.NOTHING_TO_COMPACT)
+        return _NOTHING_TO_COMPACT
+    if projected is not None:
+        kept = _non_system(projected[cut.first_kept_entry_index :])
+    else:
+        kept = _non_system_unedited(items, cut.first_kept_entry_index, count)  # type: ignore[arg-type]
+
+    # R-5 [PI-NEW]: the context that is about to be replaced (its newest messages are estimated
+    # already: the cut-point walk started there).
+    if projected is not None:
+        tokens_before = estimate_projected_context_tokens(projected, path).tokens
+    else:
+        first = leading_compaction_messages(previous) if previous is not None else None
+        tokens_before = _estimate_unedited_tokens(items, first, path, estimate)  # type: ignore[arg-type]
 
     turn_start = entry_at(cut.turn_start_index) if cut.is_split_turn else None
     boundary = entry_at(window_start) if window_start < count else None
@@ -353,10 +404,11 @@ def _prepare(
         turn_start_index=position(turn_start, cut.turn_start_index) if turn_start is not None else -1,
         turn_start_entry_id=turn_start["id"] if turn_start is not None else None,
         tokens_before=tokens_before,
-        messages_to_summarize=to_summarize,
-        turn_prefix_messages=prefix,
+        summarized=to_summarize,
+        turn_prefix=prefix,
         # Kept verbatim after the new compaction: its kept-range system messages go (Q16-11).
-        kept_messages=kept,
+        kept=kept,
+        estimated_tokens_after=sum(estimate(message) for _, message in kept),
         previous_summary=previous_summary,
         file_ops=ops,
         settings=settings,
@@ -367,8 +419,18 @@ def _prepare(
 
 def _positions(path: list[Entry], items: Sequence[Any]) -> Any:
     """(entry, index in `items`) → the entry's index in `path`: the same index when `items` is
-    the path itself (no compaction, no edits), else looked up by identity (C loops)."""
+    the path itself (no compaction, no edits), else found by identity. The entries after the
+    latest compaction end both lists, so an entry of that tail sits as far from the end in
+    each; one of the compaction's kept range sits a little before that (the range lost its
+    system messages): searched back from there, a step or two."""
     if items is path:
         return lambda entry, index: index
-    identities = list(map(id, path))
-    return lambda entry, index: identities.index(id(entry))
+    shift = len(path) - len(items)
+
+    def position(entry: Entry, index: int) -> int:
+        for at in range(min(index + shift, len(path) - 1), -1, -1):
+            if path[at] is entry:
+                return at
+        return list(map(id, path)).index(id(entry))  # (the compaction itself lies after its kept range)
+
+    return position

@@ -20,10 +20,11 @@ from .branch import (
 from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
 from .exact_tokens import ExactTokenCache, count_entry_messages
 from .figures import compaction_figures, summarized_entries
-from .prepare import CompactionPreparation, NotPrepared, SourcedMessage, prepare_compaction
+from .prepare import CompactionPreparation, NotPrepared, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
 from .serialize import SerializedTextCache
 from .settings import (
+    DEFAULT_COMPACTION_SETTINGS,
     DEFAULT_CONTEXT_WINDOW,
     DEFAULT_KEEP_RECENT_TOKENS,
     DEFAULT_RESERVE_TOKENS,
@@ -71,8 +72,9 @@ def recent_path_for(session: SessionLike, leaf_id: str | None = None) -> list[En
     return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
 
 
-def _sourced_json(items: Sequence[SourcedMessage]) -> list[dict[str, Any]]:
-    return [{"role": item.message.get("role"), "entryId": item.entry_id} for item in items]
+def _sourced_json(items: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
+    """(entry id, message) pairs (`SourcedMessage`s or plain tuples) as the answer lists them."""
+    return [{"role": message.get("role"), "entryId": entry_id} for entry_id, message in items]
 
 
 def run_prepare(
@@ -81,12 +83,18 @@ def run_prepare(
     keep_recent_tokens: int | None = None,
     reserve_tokens: int | None = None,
 ) -> CompactionPreparation | NotPrepared:
-    settings = CompactionSettings(
+    settings = _compaction_settings(keep_recent_tokens, reserve_tokens)
+    # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
+    return prepare_compaction(recent_path_for(session, leaf_id), settings)
+
+
+def _compaction_settings(keep_recent_tokens: int | None, reserve_tokens: int | None) -> CompactionSettings:
+    if keep_recent_tokens is None and reserve_tokens is None:
+        return DEFAULT_COMPACTION_SETTINGS  # (a frozen dataclass costs a microsecond to make)
+    return CompactionSettings(
         reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
         keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
     )
-    # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
-    return prepare_compaction(recent_path_for(session, leaf_id), settings)
 
 
 def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) -> dict[str, Any]:
@@ -97,8 +105,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) 
         "isSplitTurn": prep.is_split_turn,
         "turnStartEntryId": prep.turn_start_entry_id,
         "tokensBefore": prep.tokens_before,
-        "messagesToSummarize": _sourced_json(prep.messages_to_summarize),
-        "turnPrefixMessages": _sourced_json(prep.turn_prefix_messages),
+        "messagesToSummarize": _sourced_json(prep.summarized),
+        "turnPrefixMessages": _sourced_json(prep.turn_prefix),
         "previousSummary": prep.previous_summary,
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
@@ -119,10 +127,12 @@ def prepare_report(
     """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
     `text_cache` (the daemon's, per session) saves serializing the same history again;
     `include_text=False` leaves the two texts out (null)."""
-    settings = CompactionSettings(
-        reserve_tokens=DEFAULT_RESERVE_TOKENS if reserve_tokens is None else reserve_tokens,
-        keep_recent_tokens=DEFAULT_KEEP_RECENT_TOKENS if keep_recent_tokens is None else keep_recent_tokens,
-    )
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    leaf = session.by_id.get(leaf_id if leaf_id is not None else session.leaf_id)  # type: ignore[arg-type]
+    if leaf is not None and leaf.get("type") == "compaction":
+        return None  # R-1: the path ends with a compaction, nothing to walk
+    settings = _compaction_settings(keep_recent_tokens, reserve_tokens)
     # Preparation never looks before the previous compaction's first kept entry: the recent tail
     # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
     # Tens of thousands of short-lived containers per long path, none cyclic: without the pause

@@ -14,6 +14,7 @@ from orjson import dumps as _dumps
 
 from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
 
+from .jscompat import DIGITS as _DIGITS
 from .jscompat import js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
 
 __all__ = [
@@ -67,12 +68,8 @@ def _tool_call_text(block: Mapping[str, Any]) -> str:
     arguments = block.get("arguments")
     rendered = ""
     if type(arguments) is dict:
-        try:  # string values (most arguments) straight to orjson: JSON.stringify's escaping
-            rendered = ", ".join([
-                f"{key}={_dumps(value).decode() if type(value) is str else js_json_stringify(value)}"
-                for key, value in js_object_items(arguments)
-            ])
-        except JSONEncodeError:  # a lone surrogate
+        rendered = _plain_arguments_text(arguments)
+        if rendered is None:  # keys that look like array indices, or a lone surrogate
             rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
     elif isinstance(arguments, dict):
         rendered = ", ".join([f"{key}={js_json_stringify(value)}" for key, value in js_object_items(arguments)])
@@ -83,6 +80,22 @@ def _tool_call_text(block: Mapping[str, Any]) -> str:
     if type(name) is not str:
         name = "undefined" if name is _MISSING else js_template_value(name)
     return f"{name}({rendered})"
+
+
+def _plain_arguments_text(arguments: dict[Any, Any]) -> str | None:
+    """`key=JSON.stringify(value)` joined by ", " in insertion order, string values (most
+    arguments) straight to orjson (JSON.stringify's escaping): in one pass, as long as no key
+    looks like an array index (JavaScript would list those first). None otherwise, or for a lone
+    surrogate (orjson refuses it)."""
+    parts = []
+    try:
+        for key, value in arguments.items():
+            if type(key) is not str or key[:1] in _DIGITS:
+                return None
+            parts.append(f"{key}={_dumps(value).decode() if type(value) is str else js_json_stringify(value)}")
+    except JSONEncodeError:
+        return None
+    return ", ".join(parts)
 
 
 def _assistant_parts(content: Any) -> list[str]:
@@ -97,9 +110,11 @@ def _assistant_parts(content: Any) -> list[str]:
         kind = block.get("type")
         if kind == "text":
             # Z-3: an empty text block still counts (JavaScript joins a missing text as "").
-            texts.append(_js_join_item(block.get("text")))
+            text = block.get("text")
+            texts.append(text if type(text) is str else _js_join_item(text))
         elif kind == "thinking":
-            thinking.append(_js_join_item(block.get("thinking")))
+            text = block.get("thinking")
+            thinking.append(text if type(text) is str else _js_join_item(text))
         elif kind == "toolCall":
             calls.append(_tool_call_text(block))
     parts: list[str] = []

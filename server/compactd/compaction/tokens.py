@@ -45,7 +45,10 @@ def _number(value: Any) -> int | float:
 
 
 def _text_len(value: Any) -> int:
-    return utf16_len(value) if isinstance(value, str) else 0
+    # `isascii` first: most text is ASCII, where code units are characters (no call to utf16_len).
+    if isinstance(value, str):
+        return len(value) if value.isascii() else utf16_len(value)
+    return 0
 
 
 def _content_chars(content: Any) -> int:
@@ -60,7 +63,9 @@ def _content_chars(content: Any) -> int:
             continue
         kind = block.get("type")
         if kind == "text":
-            chars += _text_len(block.get("text"))
+            text = block.get("text")
+            if isinstance(text, str):
+                chars += len(text) if text.isascii() else utf16_len(text)
         elif kind == "image":
             chars += ESTIMATED_IMAGE_CHARS
     return chars
@@ -77,13 +82,18 @@ def _assistant_chars(content: Any) -> int:
             continue
         kind = block.get("type")
         if kind == "text":
-            chars += _text_len(block.get("text"))
+            text = block.get("text")
         elif kind == "thinking":
-            chars += _text_len(block.get("thinking"))
+            text = block.get("thinking")
         elif kind == "toolCall":
             # Missing arguments stringify as "undefined" (what String(JSON.stringify(undefined)) is).
             arguments = js_json_stringify(block["arguments"]) if "arguments" in block else "undefined"
-            chars += _text_len(block.get("name")) + utf16_len(arguments)
+            text = block.get("name")
+            chars += len(arguments) if arguments.isascii() else utf16_len(arguments)
+        else:
+            continue
+        if isinstance(text, str):
+            chars += len(text) if text.isascii() else utf16_len(text)
     return chars
 
 
@@ -102,11 +112,11 @@ def _system_chars(message: Message) -> int:
 def estimate_chars(message: Message) -> int:
     """The character count behind K-1 for one (agent) message; 0 for roles Pi does not count."""
     role = message.get("role")
-    if role in ("user", "toolResult", "custom"):
-        # [PI-NEW] images count in user messages too (K-1).
-        return _content_chars(message.get("content"))
     if role == "assistant":
         return _assistant_chars(message.get("content"))
+    if role == "toolResult" or role == "user" or role == "custom":
+        # [PI-NEW] images count in user messages too (K-1).
+        return _content_chars(message.get("content"))
     if role == "bashExecution":
         # Counted even when excluded from context (`!!` commands), as Pi does.
         return _text_len(message.get("command")) + _text_len(message.get("output"))
@@ -125,8 +135,7 @@ def estimate_chars(message: Message) -> int:
 
 def estimate_tokens(message: Message) -> int:
     """K-1: `ceil(chars / 4)` for one agent message (before or after convertToLlm)."""
-    chars = estimate_chars(message)
-    return -(-chars // 4)
+    return -(-estimate_chars(message) // 4)
 
 
 def sum_estimates(messages: Iterable[Message]) -> int:
