@@ -185,9 +185,8 @@ def test_initialize_with_missing_or_wrong_fields_names_them() -> None:
 
 
 def test_requests_from_a_regular_file_on_stdin(tmp_path: Path) -> None:
-    """stdin is read on the event loop when it is a pipe; a regular file (`compactd serve < f`),
-    which the loop cannot watch, is read by a thread instead: the requests are answered, then the
-    end of the file ends the daemon."""
+    """`compactd serve < file`: the requests in a regular file are answered, then the end of the
+    file ends the daemon."""
     frames = b""
     for message in ({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"capabilities": {}}},
                     {"jsonrpc": "2.0", "method": "initialized", "params": {}},

@@ -396,30 +396,4 @@ class FdWriter:
                 view = view[os.write(self._fd, view):]
 
 
-def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
-    """Read stdin on the loop itself when it can watch the descriptor (a pipe on Linux or macOS):
-    a request then reaches its handler without waking another thread first (a hop of ~30 us of
-    a ~150 us round trip). Elsewhere (Windows' proactor loop, a regular file as stdin) a thread
-    reads it (`start_stdin_thread`)."""
-    fd = sys.stdin.fileno()
-
-    def readable() -> None:
-        try:
-            chunk = os.read(fd, 65536)  # the descriptor is readable: this does not block
-        except BlockingIOError:
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            loop.remove_reader(fd)
-            on_eof()
-            return
-        reader.feed(chunk)
-
-    try:
-        loop.add_reader(fd, readable)
-    except (NotImplementedError, PermissionError, ValueError, OSError):
-        start_stdin_thread(loop, reader, on_eof)
-
-
-__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_reader", "start_stdin_thread"]
+__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_thread"]
