@@ -20,6 +20,7 @@ from __future__ import annotations
 import itertools
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -94,6 +95,23 @@ def run_compactd(path: Path, repeats: int, timeout: float = 1800) -> dict[str, l
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
+# Sub-millisecond steps of one process swing up to ~1.7x with the VM's moments (both sides alike):
+# on files below this size each side runs in this many fresh processes and, per step, the
+# process with the lowest median counts (the same rule for Pi and compactd).
+BEST_OF_BYTES = 10_000_000
+BEST_OF = 3
+
+
+def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """Per timed step (a list of samples), the samples of the run with the lowest median; other
+    fields from the first run."""
+    out = dict(runs[0])
+    for key, value in runs[0].items():
+        if isinstance(value, list) and value and all(isinstance(v, (int, float)) for v in value):
+            out[key] = min((run[key] for run in runs), key=statistics.median)
+    return out
+
+
 def _until(fn: Callable[[], object], repeats: int) -> list[float]:
     """Seconds per run, by the rule both measurement scripts follow (`measure_compactd.samples`)."""
     return [ms / 1000 for ms in samples(fn, repeats)]
@@ -142,21 +160,25 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
         size = source.stat().st_size
         big = size > 100_000_000
         repeats = 3 if big else ctx.repeats
+        processes = BEST_OF if size < BEST_OF_BYTES and not ctx.smoke else 1
         state: dict[str, Any] = {}
 
-        def pi(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+        def pi(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
+               processes: int = processes) -> list[float]:
             if "pi" not in state:
-                state["pi"] = run_pi(path, repeats)
+                state["pi"] = best_of([run_pi(path, repeats) for _ in range(processes)])
             return [ms / 1000 for ms in state["pi"][key]]
 
-        def daemon(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+        def daemon(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
+                   processes: int = processes) -> list[float]:
             if "daemon" not in state:
-                state["daemon"] = _daemon_samples(path, repeats)
+                state["daemon"] = best_of([_daemon_samples(path, repeats) for _ in range(processes)])
             return state["daemon"][key]
 
-        def ours(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state) -> list[float]:
+        def ours(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
+                 processes: int = processes) -> list[float]:
             if "ours" not in state:
-                state["ours"] = run_compactd(path, repeats)
+                state["ours"] = best_of([run_compactd(path, repeats) for _ in range(processes)])
             return [ms / 1000 for ms in state["ours"][key]]
 
         def pi_rss(result: dict[str, Any], state: dict[str, Any] = state, size: int = size) -> None:
