@@ -254,12 +254,16 @@ async def session_context(ls: CompactdServer, params: s.ContextParams) -> dict[s
     # already there is answered on the loop (no work to move off it, no thread hop), encoded once.
     cached = handle.context_cache
     hit = cached.peek(target)
-    if hit is None:
-        hit = await ls.off_loop(lambda: cached.report(snap.by_id, target, build))
-    memo = handle.encoded_answers.get("session/context")
-    if memo is not None and memo[0] is hit:
-        return memo[1]
-    answer = encode_answer(hit)
+    if hit is None:  # built and encoded in a worker (a long path's answer is megabytes)
+
+        def build_encoded() -> tuple[dict[str, Any], Any]:
+            report = cached.report(snap.by_id, target, build)
+            return report, encode_answer(report)
+
+        hit, answer = await ls.off_loop(build_encoded)
+    else:
+        memo = handle.encoded_answers.get("session/context")
+        answer = memo[1] if memo is not None and memo[0] is hit else encode_answer(hit)
     handle.encoded_answers["session/context"] = (hit, answer)
     return answer
 

@@ -33,6 +33,8 @@ from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
+from compactd.session.file import write_all
+
 from .answers import EncodedAnswer
 from .errors import Code, RpcError
 
@@ -390,10 +392,8 @@ class FdWriter:
         os.close(self._fd)
 
     def write(self, data: bytes) -> None:
-        view = memoryview(data)
         with self._lock:
-            while view:
-                view = view[os.write(self._fd, view):]
+            write_all(self._fd, data)
 
 
 __all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_thread"]
