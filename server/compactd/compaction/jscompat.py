@@ -34,7 +34,6 @@ _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
 DIGITS = frozenset("0123456789")  # what a key that is an array index starts with
-_DIGITS = DIGITS
 
 
 def utf16_len(text: str) -> int:
@@ -92,7 +91,7 @@ def js_object_keys(obj: dict[Any, Any]) -> list[Any]:
     index_keys: list[tuple[int, Any]] = []
     other_keys: list[Any] = []
     for key in obj:
-        if isinstance(key, str) and key[:1] in _DIGITS and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
+        if isinstance(key, str) and key[:1] in DIGITS and _INDEX_KEY.fullmatch(key) and int(key) <= _MAX_ARRAY_INDEX:
             index_keys.append((int(key), key))
         else:
             other_keys.append(key)
@@ -106,7 +105,7 @@ def js_object_items(obj: dict[Any, Any]) -> Any:
     """(key, value) pairs in `js_object_keys` order: the dict's own items when no key looks like
     an array index (the usual case, checked without building lists)."""
     for key in obj:
-        if isinstance(key, str) and key[:1] in _DIGITS:
+        if isinstance(key, str) and key[:1] in DIGITS:
             return [(key, obj[key]) for key in js_object_keys(obj)]
     return obj.items()
 
@@ -196,7 +195,7 @@ def _flat_object_json(obj: dict[Any, Any]) -> str | None:
     orjson writes exactly what JSON.stringify does (insertion order, the same escaping). None for
     anything else (floats, nested containers, big integers, lone surrogates)."""
     for key, item in obj.items():
-        if type(key) is not str or key[:1] in _DIGITS:
+        if type(key) is not str or key[:1] in DIGITS:
             return None
         kind = type(item)
         if kind is str or item is None or kind is bool or (kind is int and -_MAX_SAFE <= item <= _MAX_SAFE):

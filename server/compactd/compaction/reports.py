@@ -129,7 +129,8 @@ def prepare_report(
     `include_text=False` leaves the two texts out (null)."""
     if leaf_id is not None and leaf_id not in session.by_id:
         raise EntryNotFoundError(leaf_id)
-    leaf = session.by_id.get(leaf_id if leaf_id is not None else session.leaf_id)  # type: ignore[arg-type]
+    leaf_key = leaf_id if leaf_id is not None else session.leaf_id
+    leaf = session.by_id.get(leaf_key) if leaf_key is not None else None
     if leaf is not None and leaf.get("type") == "compaction":
         return None  # R-1: the path ends with a compaction, nothing to walk
     settings = _compaction_settings(keep_recent_tokens, reserve_tokens)
@@ -138,7 +139,7 @@ def prepare_report(
     # Tens of thousands of short-lived containers per long path, none cyclic: without the pause
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused():
-        prep = prepare_compaction(recent_path_for(session, leaf_id), settings, text_cache=text_cache)
+        prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
         report = preparation_json(prep, include_text=include_text) if prep else None
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.

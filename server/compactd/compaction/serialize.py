@@ -14,8 +14,7 @@ from orjson import dumps as _dumps
 
 from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
 
-from .jscompat import DIGITS as _DIGITS
-from .jscompat import js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
+from .jscompat import DIGITS, js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -90,7 +89,7 @@ def _plain_arguments_text(arguments: dict[Any, Any]) -> str | None:
     parts = []
     try:
         for key, value in arguments.items():
-            if type(key) is not str or key[:1] in _DIGITS:
+            if type(key) is not str or key[:1] in DIGITS:
                 return None
             parts.append(f"{key}={_dumps(value).decode() if type(value) is str else js_json_stringify(value)}")
     except JSONEncodeError:
