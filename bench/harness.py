@@ -274,6 +274,9 @@ def environment() -> dict[str, Any]:
                                 text=True, check=False).stdout.strip() or None
     except OSError:
         pass
+    from compactd._native import compiled
+
     return {"python": platform.python_version(), "implementation": platform.python_implementation(),
+            "compiled": compiled(),  # the hot modules built by mypyc (setup.py), or their sources
             "platform": platform.platform(), "cpus": os.cpu_count(), "commit": commit,
             "started": time.strftime("%Y-%m-%dT%H:%M:%S%z")}

@@ -59,9 +59,9 @@ def collect_entries_for_branch_summary(
         return BranchCollection([], None)
     old_path = {e["id"] for e in path_to(by_id, old_leaf_id)}
     common: str | None = None
-    for entry in reversed(path_to(by_id, target_id)):
-        if entry["id"] in old_path:
-            common = entry["id"]
+    for shared in reversed(path_to(by_id, target_id)):
+        if shared["id"] in old_path:
+            common = shared["id"]
             break
     collected: list[Entry] = []
     seen: set[str] = set()

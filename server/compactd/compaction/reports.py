@@ -140,7 +140,7 @@ def prepare_report(
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused():
         prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-        report = preparation_json(prep, include_text=include_text) if prep else None
+        report = preparation_json(prep, include_text=include_text) if isinstance(prep, CompactionPreparation) else None
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.
         del prep

@@ -65,7 +65,7 @@ def _js_join_item(value: Any) -> str:
 
 def _tool_call_text(block: Mapping[str, Any]) -> str:
     arguments = block.get("arguments")
-    rendered = ""
+    rendered: str | None = ""
     if type(arguments) is dict:
         rendered = _plain_arguments_text(arguments)
         if rendered is None:  # keys that look like array indices, or a lone surrogate

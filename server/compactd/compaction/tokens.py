@@ -7,7 +7,7 @@ counts (D-22) live in `exact_tokens` and are reported beside them only.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -165,7 +165,9 @@ def has_valid_usage(message: Message) -> bool:
 
 def get_last_assistant_usage(entries: Iterable[Mapping[str, Any]]) -> dict[str, Any] | None:
     """K-6: usage of the newest `message` entry with valid usage, scanning newest → oldest."""
-    for entry in reversed(list(entries)):
+    listed = list(entries)
+    for index in range(len(listed) - 1, -1, -1):  # (mypyc cannot compile reversed() over this list)
+        entry = listed[index]
         if entry.get("type") != "message":
             continue
         message = entry.get("message")
@@ -192,7 +194,7 @@ class ContextUsageEstimate:
         }
 
 
-def estimate_context_tokens(messages: list[Message] | tuple[Message, ...]) -> ContextUsageEstimate:
+def estimate_context_tokens(messages: Sequence[Message]) -> ContextUsageEstimate:
     """K-7: the newest valid provider usage plus chars/4 estimates of the messages after it; with
     no valid usage anywhere, the estimates of all messages."""
     for index in range(len(messages) - 1, -1, -1):

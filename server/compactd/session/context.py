@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from itertools import repeat
 from typing import Any
@@ -226,7 +226,7 @@ def replay_system_messages(messages: list[Message]) -> Message | None:
     one's timestamp. None when there is no system message and no tool."""
     texts: list[str] = []
     sections: dict[str, Any] = {}
-    tools: dict[str, Any] = {}
+    tools: dict[Any, Any] = {}  # keyed by whatever the file holds as a name
     timestamp: Any = None
     seen = False
     for message in messages:
@@ -326,7 +326,7 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
     """
     tail: list[Entry] = []
     append = tail.append
-    get = by_id.get
+    get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
     steps = repeat(None, len(by_id))
     current = get(leaf_id) if leaf_id is not None else None
     thinking_done = False
@@ -388,15 +388,17 @@ def _cycle_tail(tail: list[Entry], current: Entry | None) -> list[Entry]:
     return tail
 
 
-def _extend_to_thinking_change(tail: list[Entry], get: Any, current: Entry, limit: int) -> None:
+def _extend_to_thinking_change(tail: list[Entry], get: Any, entry: Entry, limit: int) -> None:
     """`recent_path`'s walk once only the thinking level is missing (often to the root, when the
     path never changed it): one check per step, until the tail holds more entries than the
     session (a parentId cycle)."""
     append = tail.append
+    current = entry
     for _ in repeat(None, limit + 1 - len(tail)):
-        current = get(current.get("parentId"))  # type: ignore[assignment]
-        if current is None:
+        parent = get(current.get("parentId"))
+        if parent is None:
             return
+        current = parent
         append(current)
         if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
             return
@@ -419,7 +421,7 @@ def context_at(by_id: Mapping[str, Entry], leaf_id: str) -> SessionContext:
     the latest thinking-level change and model-setting entry are known. A context edit among the
     listed entries, or a parentId cycle, hands over to the general projection. The same context
     (tests/compaction/test_context_fast_path.py)."""
-    get = by_id.get
+    get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
     # One step per entry and one to find the root's parent missing: more steps, a parentId cycle.
     steps = repeat(None, len(by_id) + 1)
     current = get(leaf_id)
@@ -493,6 +495,14 @@ class _Found:
         if self.model_entry is None and isinstance(message, dict) and message.get("role") == "assistant":
             self.model_entry = entry
 
+    # Asked through methods, not by testing the attributes: a test narrows an attribute's type
+    # (say, to None) past the calls that set it, and the compiled module enforces that type.
+    def has_model(self) -> bool:
+        return self.model_entry is not None
+
+    def has_thinking_level(self) -> bool:
+        return self.thinking_level is not None
+
     def model(self) -> dict[str, str] | None:
         entry = self.model_entry
         if entry is None:
@@ -553,7 +563,7 @@ def _walk_to_settings(entry: Entry | None, get: Any, steps: Iterator[None], foun
     current = entry
     if current is None:
         return True
-    if found.model_entry is None:
+    if not found.has_model():
         for _ in steps:
             current = get(current.get("parentId"))
             if current is None:
@@ -563,18 +573,18 @@ def _walk_to_settings(entry: Entry | None, get: Any, steps: Iterator[None], foun
                 found.assistant(current)
             else:
                 found.setting(current, entry_type)
-            if found.model_entry is not None:
+            if found.has_model():
                 break
         else:
             return False
-    if found.thinking_level is None:
+    if not found.has_thinking_level():
         for _ in steps:
             current = get(current.get("parentId"))
             if current is None:
                 return True
             if current.get("type") == "thinking_level_change":
                 found.setting(current, "thinking_level_change")
-                if found.thinking_level is not None:
+                if found.has_thinking_level():
                     return True
         return False
     return True
@@ -684,11 +694,11 @@ def _user_text(text: str, timestamp: Any) -> Message:
     return {"role": "user", "content": [{"type": "text", "text": text}], "timestamp": timestamp}
 
 
-def compaction_summary_text(summary: str) -> str:
+def compaction_summary_text(summary: Any) -> str:  # a file may hold any value
     return f"{COMPACTION_SUMMARY_LEAD}\n\n<summary>\n{summary}\n</summary>"
 
 
-def branch_summary_text(summary: str) -> str:
+def branch_summary_text(summary: Any) -> str:
     # X-14: no newline before the closing tag.
     return f"{BRANCH_SUMMARY_LEAD}\n\n<summary>\n{summary}</summary>"
 

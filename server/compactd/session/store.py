@@ -637,7 +637,7 @@ class Session(TreeQueries):
         new.by_id = {e["id"]: e for e in kept}
         for target, label in self.labels().items():
             if target in on_path:
-                label_entry = {
+                label_entry: dict[str, Any] = {
                     "type": "label",
                     "id": new.new_entry_id(),
                     "parentId": previous,
