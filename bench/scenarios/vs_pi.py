@@ -95,11 +95,12 @@ def run_compactd(path: Path, repeats: int, timeout: float = 1800) -> dict[str, l
     return dict(json.loads(proc.stdout.strip().splitlines()[-1]))
 
 
-# Sub-millisecond steps of one process swing up to ~1.7x with the VM's moments (both sides alike):
-# on files below this size each side runs in this many fresh processes and, per step, the
-# process with the lowest median counts (the same rule for Pi and compactd).
+# Sub-millisecond steps of one process swing up to ~1.7x with the VM's moments, which last
+# minutes (both sides alike): on files below this size each side runs in this many fresh
+# processes, in rounds (Pi, compactd, daemon, then again), so every side meets the same moments,
+# and, per step, the process with the lowest median counts (the same rule for every side).
 BEST_OF_BYTES = 10_000_000
-BEST_OF = 3
+BEST_OF = 5
 
 
 def best_of(runs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -163,23 +164,29 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
         processes = BEST_OF if size < BEST_OF_BYTES and not ctx.smoke else 1
         state: dict[str, Any] = {}
 
-        def pi(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
-               processes: int = processes) -> list[float]:
-            if "pi" not in state:
-                state["pi"] = best_of([run_pi(path, repeats) for _ in range(processes)])
-            return [ms / 1000 for ms in state["pi"][key]]
+        def measured(side: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
+                     processes: int = processes, with_pi: bool = with_pi) -> dict[str, Any]:
+            """Every side's timings of this file, measured in rounds on first use."""
+            if not state:
+                sides: dict[str, Callable[[], dict[str, Any]]] = {
+                    "ours": lambda: run_compactd(path, repeats), "daemon": lambda: _daemon_samples(path, repeats)}
+                if with_pi:
+                    sides = {"pi": lambda: run_pi(path, repeats), **sides}
+                runs: dict[str, list[dict[str, Any]]] = {name: [] for name in sides}
+                for _ in range(processes):
+                    for name, run in sides.items():
+                        runs[name].append(run())
+                state.update({name: best_of(results) for name, results in runs.items()})
+            return state[side]
 
-        def daemon(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
-                   processes: int = processes) -> list[float]:
-            if "daemon" not in state:
-                state["daemon"] = best_of([_daemon_samples(path, repeats) for _ in range(processes)])
-            return state["daemon"][key]
+        def pi(key: str, measured: Callable[[str], dict[str, Any]] = measured) -> list[float]:
+            return [ms / 1000 for ms in measured("pi")[key]]
 
-        def ours(key: str, path: Path = path, repeats: int = repeats, state: dict[str, Any] = state,
-                 processes: int = processes) -> list[float]:
-            if "ours" not in state:
-                state["ours"] = best_of([run_compactd(path, repeats) for _ in range(processes)])
-            return [ms / 1000 for ms in state["ours"][key]]
+        def daemon(key: str, measured: Callable[[str], dict[str, Any]] = measured) -> list[float]:
+            return measured("daemon")[key]
+
+        def ours(key: str, measured: Callable[[str], dict[str, Any]] = measured) -> list[float]:
+            return [ms / 1000 for ms in measured("ours")[key]]
 
         def pi_rss(result: dict[str, Any], state: dict[str, Any] = state, size: int = size) -> None:
             data = state["pi"]
