@@ -52,10 +52,10 @@ def _built_mtime(stem: str) -> float | None:
     return None
 
 
-def _compiled_and_fresh() -> bool | None:
-    """None: nothing compiled here. True: every module compiled and newer than its source."""
+def _compiled_and_fresh() -> bool:
+    """True when the shared library and every module are built and newer than their sources."""
     if _built_mtime(os.path.join(_PACKAGE_DIR, _SHARED_LIBRARY)) is None:
-        return None
+        return False
     for module in COMPILED_MODULES:
         source = _source_path(module)
         built = _built_mtime(source[: -len(".py")])
@@ -79,11 +79,10 @@ class _SourcesFirst(importlib.abc.MetaPathFinder):
 
 
 def install_guard() -> None:
-    """Called once by `compactd/__init__.py`, before any compiled module can be imported."""
-    fresh = _compiled_and_fresh()
-    if fresh is None:
-        return
-    if fresh and os.environ.get("COMPACTD_PURE") != "1":
+    """Called once by `compactd/__init__.py`, before any compiled module can be imported. Unless
+    the whole group is fresh, the sources load (also when nothing is compiled, and when a build
+    stopped half way and left modules without their shared library)."""
+    if os.environ.get("COMPACTD_PURE") != "1" and _compiled_and_fresh():
         _state["compiled"] = True
         return
     sys.meta_path.insert(0, _SourcesFirst())

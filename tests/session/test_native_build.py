@@ -190,3 +190,12 @@ def test_compactd_pure_runs_the_sources(tmp_path: Path) -> None:
     _require_compiled()
     root = _copy_package(tmp_path)
     assert _run(root, REPORT, COMPACTD_PURE="1") == "False True True"
+
+
+def test_modules_without_their_shared_library_run_the_sources(tmp_path: Path) -> None:
+    """A build stopped half way: compiled modules whose shared library is missing cannot load."""
+    _require_compiled()
+    root = _copy_package(tmp_path)
+    for library in (root / "compactd").glob("native__mypyc*"):
+        library.unlink()
+    assert _run(root, REPORT) == "False True True"

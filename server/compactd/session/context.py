@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
-from itertools import repeat
 from typing import Any
 
 from .clock import iso_to_ms
+from .steps import step_budget
 
 Entry = dict[str, Any]
 Message = dict[str, Any]
@@ -327,7 +327,7 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
     tail: list[Entry] = []
     append = tail.append
     get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
-    steps = repeat(None, len(by_id))
+    steps = step_budget(len(by_id))
     current = get(leaf_id) if leaf_id is not None else None
     thinking_done = False
     model_done = False
@@ -394,7 +394,7 @@ def _extend_to_thinking_change(tail: list[Entry], get: Any, entry: Entry, limit:
     session (a parentId cycle)."""
     append = tail.append
     current = entry
-    for _ in repeat(None, limit + 1 - len(tail)):
+    for _ in step_budget(limit + 1 - len(tail)):
         parent = get(current.get("parentId"))
         if parent is None:
             return
@@ -423,7 +423,7 @@ def context_at(by_id: Mapping[str, Entry], leaf_id: str) -> SessionContext:
     (tests/compaction/test_context_fast_path.py)."""
     get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
     # One step per entry and one to find the root's parent missing: more steps, a parentId cycle.
-    steps = repeat(None, len(by_id) + 1)
+    steps = step_budget(len(by_id) + 1)
     current = get(leaf_id)
     messages: list[Message] = []  # newest first until the end
     entry_ids: list[str] = []
@@ -600,7 +600,7 @@ def context_from_path(path: list[Entry], leaf_id: str | None = None) -> SessionC
     messages, entry_ids = ctx.messages, ctx.entry_ids
     model_entry: Entry | None = None  # the latest entry that sets the model
     plain = True  # no context_edit seen (yet)
-    for index, entry in enumerate(path):
+    for (index, entry), _ in zip(enumerate(path), step_budget(len(path))):
         entry_type = entry.get("type")
         if entry_type == "message":
             message = entry.get("message")

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from .context import build_session_context
+from .steps import step_budget
 from .store import Session, SessionView, gc_paused
 
 Entry = dict[str, Any]
@@ -175,9 +176,9 @@ def _context_report(session: Session | SessionView, leaf: Any) -> dict[str, Any]
         "leafId": leaf if leaf is None or leaf in session.by_id else (session.entries[-1]["id"] if session.entries else None),
         "model": ctx.model,
         "thinkingLevel": ctx.thinking_level,
-        "messages": [
+        "messages": [  # (the budget lets other threads in: compactd/session/steps.py)
             {"role": message.get("role"), "entryId": entry_id}
-            for message, entry_id in zip(ctx.messages, ctx.entry_ids)
+            for message, entry_id, _ in zip(ctx.messages, ctx.entry_ids, step_budget(len(ctx.messages)))
         ],
     }
 
@@ -192,7 +193,9 @@ def _tree_report(session: Session | SessionView) -> dict[str, Any]:
     on_path = {e["id"] for e in session.get_branch()} if session.leaf_id is not None else set()
     nodes: list[dict[str, Any]] = []
     stack = list(reversed(session.get_tree()))
+    budget = step_budget(len(session.entries))
     while stack:
+        next(budget, None)  # lets other threads in now and then (compactd/session/steps.py)
         node = stack.pop()
         entry = node.entry
         nodes.append(
