@@ -30,6 +30,8 @@ COMPILED_MODULES = (
     "compactd.compaction.serialize",
     "compactd.compaction.tokens",
     "compactd.session.context",
+    "compactd.session.file",
+    "compactd.session.migrate",
     "compactd.session.views",
 )
 _SHARED_LIBRARY = "native__mypyc"
