@@ -35,7 +35,7 @@ def compiled_extensions() -> list:
         paths = ["server/" + module.replace(".", "/") + ".py" for module in NATIVE["COMPILED_MODULES"]]
         # The isolated build environment has none of the runtime dependencies (orjson, tiktoken…):
         # their calls compile as ordinary Python calls either way.
-        return mypycify(["--ignore-missing-imports", *paths], opt_level="3", group_name="compactd.native")
+        return mypycify(["--ignore-missing-imports", *paths], opt_level="3", group_name=NATIVE["GROUP_NAME"])
     except (Exception, SystemExit) as exc:  # mypy reports type errors by exiting
         print(f"compactd: compiling failed ({exc}), building without compiled modules", file=sys.stderr)
         return []

@@ -34,10 +34,12 @@ COMPILED_MODULES = (
     "compactd.session.migrate",
     "compactd.session.views",
 )
-_SHARED_LIBRARY = "native__mypyc"
+# mypyc's name for the group; its shared library is the last part + "__mypyc" (compactd/native__mypyc…).
+GROUP_NAME = "compactd.native"
+_SHARED_LIBRARY = GROUP_NAME.rsplit(".", 1)[1] + "__mypyc"
 
 _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-_state = {"compiled": False}
+_compiled = False
 
 
 def _source_path(module: str) -> str:
@@ -84,12 +86,13 @@ def install_guard() -> None:
     """Called once by `compactd/__init__.py`, before any compiled module can be imported. Unless
     the whole group is fresh, the sources load (also when nothing is compiled, and when a build
     stopped half way and left modules without their shared library)."""
+    global _compiled
     if os.environ.get("COMPACTD_PURE") != "1" and _compiled_and_fresh():
-        _state["compiled"] = True
+        _compiled = True
         return
     sys.meta_path.insert(0, _SourcesFirst())
 
 
 def compiled() -> bool:
     """True when the modules in COMPILED_MODULES run compiled in this process."""
-    return _state["compiled"]
+    return _compiled

@@ -266,7 +266,8 @@ def count_entry_messages(
         cached = cache.get(entry_id, counter.name, stamp)
         if cached is not None:
             return cached
-    tokens: int = sum(counter.count_message(m) for m in convert_to_llm(list(messages)))  # type: ignore[arg-type, misc]
+    converted = convert_to_llm(list(messages))  # type: ignore[arg-type]  # (agent messages are dicts)
+    tokens = sum(counter.count_message(m) for m in converted)
     if cache is not None and entry_id is not None:
         cache.put(entry_id, counter.name, stamp, tokens)
     return tokens
