@@ -185,7 +185,7 @@ def _parse(handle: BinaryIO) -> tuple[bytes, Entry | None, list[tuple[int, Entry
             size += length - len(raw)
             warnings.append(LoadWarning(line_no, f"line of {length} bytes exceeds the limit of {MAX_LINE_BYTES} bytes; skipped"))
             continue
-        if not raw.strip():
+        if raw.isspace():  # (a blank line; `strip()` would copy every line to find out)
             continue
         try:
             obj = loads(raw)
