@@ -473,6 +473,24 @@ def test_settings_cache_answers_from_memory_until_a_file_or_the_environment_chan
     assert cache.load(cwd).compaction.keep_recent_tokens == 20000
 
 
+def test_settings_cache_knows_overrides_and_cwds_again(dirs) -> None:
+    from compactd.engine.settings import SettingsCache
+
+    home, cwd = dirs
+    cache = SettingsCache(env={}, home=home)
+    # the daemon passes one overrides object on every request: known again by identity
+    overrides = {"compaction": {"keepRecentTokens": 777}}
+    by_overrides = cache.load(cwd, overrides)
+    assert by_overrides.compaction.keep_recent_tokens == 777 and cache.load(cwd, overrides) is by_overrides
+    assert cache.load(cwd, {"compaction": {"keepRecentTokens": 777}}) is by_overrides  # equal content
+    assert cache.load(cwd, {"compaction": {"keepRecentTokens": 778}}).compaction.keep_recent_tokens == 778
+    other = cwd / "sub"
+    write(project_file(other), {"compaction": {"keepRecentTokens": 555}})
+    assert cache.load(other, overrides).compaction.keep_recent_tokens == 777  # overrides win
+    assert cache.load(other).compaction.keep_recent_tokens == 555  # that cwd's own file
+    assert cache.load(cwd).compaction.keep_recent_tokens == 20000
+
+
 def test_settings_cache_keeps_settings_from_files_older_than_a_second(dirs) -> None:
     import os
 

@@ -117,3 +117,52 @@ def test_secrets_are_masked_in_logs() -> None:
     assert '"model": "x"' in masked
     record = logging.LogRecord("compactd", logging.INFO, __file__, 1, "key %s", ("sk-live-0123456789abcdef",), None)
     assert "sk-live-0123456789abcdef" not in RedactingFormatter("%(message)s").format(record)
+
+
+def test_a_frame_in_parts_arrives_whole_through_a_full_pipe() -> None:
+    # Larger than the pipe's buffer: writev takes it in several partial writes.
+    import os
+    import threading
+
+    from compactd.rpc.protocol import FdWriter
+
+    parts = [b"Content-Length: 3\r\n\r\n", bytes(range(256)) * 2000, b"", b"}" * 70_000]
+    read_fd, write_fd = os.pipe()
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_fd, 4096):
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    FdWriter(write_fd).write_parts(parts)
+    os.close(write_fd)
+    reader.join(10)
+    os.close(read_fd)
+    assert bytes(received) == b"".join(parts)
+
+
+@pytest.mark.parametrize("msg_id", [7, "req-7", 2**70])
+def test_encoded_answers_are_framed_for_any_request_id(msg_id: object) -> None:
+    from compactd.rpc.answers import EncodedAnswer
+    from compactd.rpc.server import CompactdServer
+
+    class Joined:  # a writer without write_parts (pygls' StdoutWriter)
+        def __init__(self) -> None:
+            self.data = b""
+
+        def write(self, data: bytes) -> None:
+            self.data += data
+
+    class InParts(Joined):
+        def write_parts(self, parts: list[bytes]) -> None:
+            self.data += b"".join(parts)
+
+    for writer in (Joined(), InParts()):
+        protocol = CompactdServer().protocol
+        protocol.set_writer(writer)
+        protocol._send_response(msg_id, result=EncodedAnswer(b'{"text":"\\u00e9t\\u00e9"}'))
+        header, _, body = writer.data.partition(b"\r\n\r\n")
+        assert header == b"Content-Length: %d" % len(body)
+        assert json.loads(body) == {"jsonrpc": "2.0", "id": msg_id, "result": {"text": "été"}}

@@ -532,20 +532,32 @@ class SettingsCache:
         self._home = home
         self._agent_dir: tuple[tuple[str | None, ...], Path] | None = None
         self._entries: dict[tuple[Any, ...], Settings] = {}
+        # Per request, only what may have changed is looked at again: the files' paths per cwd
+        # and the key of the latest overrides object are kept (a daemon passes the same one).
+        self._project_files: dict[str, Path] = {}
+        self._overrides_key: tuple[Mapping[str, Any] | None, str | None] = (None, None)
 
     def load(self, cwd: str | Path, overrides: Mapping[str, Any] | None = None) -> Settings:
+        """Callers that pass the same `overrides` object again must not have changed it."""
         env = os.environ if self._env is None else self._env
         env_values = tuple(env.get(name) for name in _ENV_KEYS)
         if self._agent_dir is None or self._agent_dir[0] != env_values:
-            self._agent_dir = (env_values, agent_dir(env, self._home))
-        global_file = self._agent_dir[1] / "settings.json"
-        project_file = Path(cwd) / ".pi" / "settings.json"
+            self._agent_dir = (env_values, agent_dir(env, self._home) / "settings.json")
+        global_file = self._agent_dir[1]
+        cwd_text = str(cwd)
+        project_file = self._project_files.get(cwd_text)
+        if project_file is None:
+            if len(self._project_files) >= 64:
+                self._project_files.clear()
+            project_file = self._project_files[cwd_text] = Path(cwd) / ".pi" / "settings.json"
+        if overrides is not self._overrides_key[0]:
+            self._overrides_key = (overrides, json.dumps(overrides, sort_keys=True, default=repr) if overrides else None)
         key = (
-            str(cwd),
+            cwd_text,
             env_values,
             _file_signature(global_file),
             _file_signature(project_file),
-            json.dumps(overrides, sort_keys=True, default=repr) if overrides else None,
+            self._overrides_key[1],
         )
         settings = self._entries.get(key)
         if settings is None:

@@ -91,12 +91,17 @@ class Job:
 @dataclass
 class ClientOptions:
     init: InitOptions = field(default_factory=InitOptions)
+    _overrides: dict[str, Any] | None = field(default=None, repr=False)
 
     def overrides(self) -> dict[str, Any]:
-        merged = dict(self.init.settings)
-        if self.init.summarizer is not None:
-            merged = merge_settings(merged, {"summarizer": self.init.summarizer})
-        return merged
+        """The client's settings overrides: the same object on every call (the settings cache
+        knows it again by identity), not to be changed."""
+        if self._overrides is None:
+            merged = dict(self.init.settings)
+            if self.init.summarizer is not None:
+                merged = merge_settings(merged, {"summarizer": self.init.summarizer})
+            self._overrides = merged
+        return self._overrides
 
 
 class CompactdServer(LanguageServer):
