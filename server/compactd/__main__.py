@@ -1,5 +1,3 @@
-import sys
+from compactd.cli import run
 
-from compactd.cli import main
-
-sys.exit(main())
+run()

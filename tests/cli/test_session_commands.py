@@ -97,3 +97,23 @@ def test_a_path_that_is_not_a_regular_file_is_refused_at_once(tmp_path: Path) ->
                                   timeout=60)  # a regression fails here instead of hanging the suite
             assert done.returncode == 2, (command, path, done.stderr)
             assert f"{path} is a {kind}" in done.stderr and "not a session file" in done.stderr
+
+
+def test_a_command_process_exits_with_its_output_whole_and_its_code(pi_fixture: Path, tmp_path: Path, capsys) -> None:
+    """`python -m compactd` ends without freeing what it loaded (`compactd.cli.run`): everything
+    printed, buffered text and warnings included, is out first, and the exit code is the command's."""
+    from compactd.cli import main
+
+    assert main(["tree", str(pi_fixture)]) == 0  # in process: the ordinary way
+    expected = capsys.readouterr().out
+    result = run("tree", str(pi_fixture))
+    assert result.returncode == 0 and result.stdout == expected and len(expected.splitlines()) > 1000
+
+    damaged = tmp_path / "damaged.jsonl"
+    damaged.write_bytes(pi_fixture.read_bytes() + b"{not json\n")
+    result = run("info", str(damaged))
+    assert result.returncode == 0
+    assert "warning: invalid JSON skipped" in result.stderr and "1002" in result.stdout
+
+    result = run("prepare", str(tmp_path / "missing.jsonl"))
+    assert result.returncode == 2 and "no such session file" in result.stderr and result.stdout == ""

@@ -9,7 +9,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import logging
+import os
 import sys
+from typing import NoReturn
+
+from . import _common
 
 # command name -> module name inside compactd.cli
 COMMANDS: dict[str, str] = {
@@ -71,5 +76,24 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def run() -> NoReturn:
+    """The `compactd` command (console script and `python -m compactd`): `main()`, then an exit
+    that skips freeing what the command loaded. Freeing a long session's objects one by one
+    took 0.1-0.2 s of a 1.5 s dry run on 100k entries, after the answer was already out.
+    Output is flushed first; the daemon (`serve`) exits the ordinary way."""
+    argv = sys.argv[1:]
+    if not argv or argv[0] == "serve":
+        sys.exit(main(argv))
+    _common.keep_sessions_to_exit()
+    code = main(argv)
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (BrokenPipeError, ValueError):  # a reader that went away, or a closed stream
+            pass
+    logging.shutdown()
+    os._exit(code)
+
+
 if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())
+    run()

@@ -27,6 +27,16 @@ def add_json_argument(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
 
 
+# Sessions opened by a command run as a process (`compactd.cli.run`): kept until it exits, which
+# then skips freeing them.
+_kept: list[Session] | None = None
+
+
+def keep_sessions_to_exit() -> None:
+    global _kept
+    _kept = []
+
+
 def open_session(path: Path, *, must_exist: bool = True) -> Session:
     if must_exist and not path.exists():
         raise CliError(f"no such session file: {path}")
@@ -45,6 +55,8 @@ def open_session(path: Path, *, must_exist: bool = True) -> Session:
         gc.enable()
     for warning in session.warnings:
         print(f"{path}:{warning.line}: warning: {warning.message}", file=sys.stderr)
+    if _kept is not None:
+        _kept.append(session)
     return session
 
 
