@@ -34,7 +34,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcRequestCancelled
 from pygls.protocol import JsonRPCNotification, JsonRPCRequestMessage, JsonRPCResponseMessage
 from pygls.protocol.language_server import LanguageServerProtocol, lsp_method
 
-from compactd.session.file import write_all
+from compactd.session.file import write_all, write_all_parts
 
 from .answers import EncodedAnswer
 from .errors import Code, RpcError
@@ -389,18 +389,6 @@ def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_
             loop.call_soon_threadsafe(reader.feed, chunk)
 
     threading.Thread(target=pump, name="compactd-stdin", daemon=True).start()
-
-
-def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
-    """`write_all` of the parts joined, in as few `writev` calls as the pipe takes."""
-    views = [memoryview(part) for part in parts if part]
-    while views:
-        written = os.writev(fd, views)
-        while views and written >= len(views[0]):
-            written -= len(views[0])
-            views.pop(0)
-        if views and written:
-            views[0] = views[0][written:]
 
 
 class FdWriter:

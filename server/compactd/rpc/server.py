@@ -91,7 +91,7 @@ class Job:
 @dataclass
 class ClientOptions:
     init: InitOptions = field(default_factory=InitOptions)
-    _overrides: dict[str, Any] | None = field(default=None, repr=False)
+    _overrides: dict[str, Any] | None = field(default=None, init=False, repr=False, compare=False)
 
     def overrides(self) -> dict[str, Any]:
         """The client's settings overrides: the same object on every call (the settings cache

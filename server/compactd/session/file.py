@@ -16,6 +16,7 @@ import os
 import shutil
 import stat as stat_module
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -235,10 +236,19 @@ def _raw_file(prelude: bytes, header: Entry | None, parsed: list[tuple[int, Entr
 def write_all(fd: int, data: bytes) -> None:
     """Every byte of `data`, however many writes it takes (a pipe takes part of a large write
     when a stop signal interrupts it; the buffered file objects lose the rest)."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    write_all_parts(fd, (data,))
+
+
+def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
+    """`write_all` of the parts joined, without joining them first (`writev`)."""
+    views = [memoryview(part) for part in parts if part]
+    while views:
+        written = os.writev(fd, views)
+        while views and written >= len(views[0]):
+            written -= len(views[0])
+            views.pop(0)
+        if views and written:
+            views[0] = views[0][written:]
 
 
 def fsync_dir(directory: Path) -> None:
