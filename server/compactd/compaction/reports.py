@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from compactd.session.context import project_entry, recent_path
-from compactd.session.store import PAUSE_FROM_ENTRIES, EntryNotFoundError, gc_paused
+from compactd.session.store import EntryNotFoundError, gc_paused
 from compactd.session.tree import path_to
 
 from .branch import (
@@ -138,18 +138,13 @@ def prepare_report(
     # gives the same answer as the whole path (indexes differ, but the JSON carries only ids).
     # Tens of thousands of short-lived containers per long path, none cyclic: without the pause
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
-    if len(session.by_id) <= PAUSE_FROM_ENTRIES:  # too little to allocate for the collector to matter
-        return _prepared_json(session, leaf_key, settings, text_cache, include_text)
-    with gc_paused():
-        # Built and freed inside the pause: the collector runs as soon as it is back (the
-        # allocations made meanwhile are over its threshold) and would walk every object alive.
-        return _prepared_json(session, leaf_key, settings, text_cache, include_text)
-
-
-def _prepared_json(session: SessionLike, leaf_key: str | None, settings: CompactionSettings,
-                   text_cache: SerializedTextCache | None, include_text: bool) -> dict[str, Any] | None:
-    prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-    return preparation_json(prep, include_text=include_text) if isinstance(prep, CompactionPreparation) else None
+    with gc_paused(len(session.by_id)):
+        prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
+        report = preparation_json(prep, include_text=include_text) if isinstance(prep, CompactionPreparation) else None
+        # Freed before the collector is back: it runs as soon as it is (the allocations made
+        # during the pause are over its threshold) and would walk every object still alive.
+        del prep
+    return report
 
 
 def branch_report(

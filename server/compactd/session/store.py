@@ -660,12 +660,16 @@ class Session(TreeQueries):
 PAUSE_FROM_ENTRIES = 256
 
 
-def gc_paused() -> _GcPause:
+def gc_paused(entries: int | None = None) -> _GcPause | _NoPause:
     """Suspend the cyclic garbage collector while building many containers that cannot form
     cycles (parsed JSON): otherwise its full passes re-scan the growing heap again and again,
     which costs more than the parsing itself on large files. Reference counting still frees.
-    (A class, not a generator context manager: every context and preparation request pauses,
-    and on a small session the generator's set-up was a measurable share of the request.)"""
+    With `entries`, the size of the session the work walks, small work (up to
+    PAUSE_FROM_ENTRIES) is not paused. (Classes, not a generator context manager: every context
+    and preparation request pauses, and on a small session the generator's set-up was a
+    measurable share of the request.)"""
+    if entries is not None and entries <= PAUSE_FROM_ENTRIES:
+        return _NO_PAUSE
     return _GcPause()
 
 
@@ -679,6 +683,19 @@ class _GcPause:
     def __exit__(self, *exc_info: object) -> None:
         if self._was_enabled:
             gc.enable()
+
+
+class _NoPause:
+    __slots__ = ()
+
+    def __enter__(self) -> None:
+        pass
+
+    def __exit__(self, *exc_info: object) -> None:
+        pass
+
+
+_NO_PAUSE = _NoPause()
 
 
 # From this size on, a read leaves enough young containers for the collector's passes to matter.

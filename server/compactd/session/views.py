@@ -10,7 +10,7 @@ from typing import Any
 
 from .context import build_session_context
 from .steps import step_budget
-from .store import PAUSE_FROM_ENTRIES, Session, SessionView, gc_paused
+from .store import Session, SessionView, gc_paused
 
 Entry = dict[str, Any]
 
@@ -166,9 +166,7 @@ _UNSET: Any = object()
 def context_report(session: Session | SessionView, leaf_id: Any = _UNSET) -> dict[str, Any]:
     """`leaf_id` omitted → the session's leaf; None → the empty context (X-1)."""
     leaf = session.leaf_id if leaf_id is _UNSET else leaf_id
-    if len(session.by_id) <= PAUSE_FROM_ENTRIES:  # too little to allocate for the collector to matter
-        return _context_report(session, leaf)
-    with gc_paused():  # one small dict per message, none cyclic (see `prepare_report`)
+    with gc_paused(len(session.by_id)):  # one small dict per message, none cyclic (see `prepare_report`)
         return _context_report(session, leaf)
 
 
