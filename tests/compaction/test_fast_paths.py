@@ -4,6 +4,7 @@ a cache. Checked on generated sessions with branches, compactions and split turn
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +19,14 @@ from compactd.compaction.cut_points import (
 )
 from compactd.compaction.prepare import messages_of, prepare_compaction
 from compactd.compaction.prompts import escape_wrapped
-from compactd.compaction.serialize import SerializedTextCache, serialize_messages, serialize_sourced
+from compactd.compaction.serialize import (
+    EncodedJsonString,
+    SerializedTextCache,
+    json_string_body,
+    serialize_messages,
+    serialize_sourced,
+    serialize_sourced_json,
+)
 from compactd.compaction.settings import CompactionSettings
 from compactd.compaction.tokens import estimate_context_tokens
 from compactd.samples import write_session
@@ -110,6 +118,59 @@ def test_text_per_message_through_the_cache_equals_serializing_the_whole_history
             assert prep.turn_prefix_text == escape_wrapped(serialize_messages(messages_of(prep.turn_prefix_messages)))
         compared += 1
     assert compared > 5 and len(cache) > 0
+
+
+def test_text_as_json_parts_decodes_to_the_same_text(session: Session) -> None:
+    """The daemon's dry-run texts, encoded per message and never joined, are the same strings."""
+    cache = SerializedTextCache()
+    compared = split = 0
+    for leaf in _leaves(session):
+        prep = prepare_compaction(path_to(session.by_id, leaf), CompactionSettings(keep_recent_tokens=500),
+                                  text_cache=cache)
+        if not prep:
+            continue
+        encoded = prep.conversation_json()
+        # One part per message share (and blank line), not one joined text.
+        assert len(encoded.parts) == 2 + max(0, 2 * len([i for i in prep.summarized if cache.json_text(*i, escape_wrapped)]) - 1)
+        assert json.loads(b"".join(encoded.parts)) == encoded.value() == prep.conversation_text
+        assert encoded.size == len(b"".join(encoded.parts))
+        uncached = serialize_sourced_json(prep.summarized, None, escape_wrapped)
+        assert uncached.parts == encoded.parts
+        if prep.is_split_turn:
+            turn = prep.turn_prefix_json()
+            assert turn is not None and turn.value() == prep.turn_prefix_text
+            split += 1
+        else:
+            assert prep.turn_prefix_json() is None
+        compared += 1
+    assert compared > 5 and split > 0
+
+
+def test_the_json_of_a_share_is_kept_and_a_replaced_message_encoded_again() -> None:
+    cache = SerializedTextCache()
+    original = {"role": "user", "content": "quote \" and é and 😀", "timestamp": 1}
+    first = cache.json_text("e1", original)
+    assert first == '[User]: quote \\" and é and 😀'.encode()
+    assert cache.json_text("e1", original) is first  # kept
+    assert len(cache) == 1  # the text itself is not kept when only its JSON was asked for
+    replaced = {**original, "content": "new"}
+    assert cache.json_text("e1", replaced) == b"[User]: new"
+
+
+def test_a_lone_surrogate_is_written_as_its_escape() -> None:
+    # UTF-8 cannot carry it (orjson refuses it); the json module's escape is valid JSON.
+    assert json_string_body("half \ud83d alone") == b"half \\ud83d alone"
+    message = {"role": "user", "content": "half \ud83d alone, then 😀 and \n", "timestamp": 1}
+    encoded = serialize_sourced_json([("e1", message), ("e2", {"role": "user", "content": "next", "timestamp": 2})])
+    assert isinstance(encoded, EncodedJsonString)
+    assert encoded.value() == serialize_sourced([("e1", message), ("e2", {"role": "user", "content": "next", "timestamp": 2})])
+
+
+def test_messages_without_a_share_leave_no_blank_line() -> None:
+    items = [("s", {"role": "system", "content": "ignored"}), ("u", {"role": "user", "content": "hi", "timestamp": 1}),
+             ("e", {"role": "user", "content": "", "timestamp": 2}), ("v", {"role": "user", "content": "yo", "timestamp": 3})]
+    assert serialize_sourced_json(items).value() == serialize_sourced(items) == "[User]: hi\n\n[User]: yo"
+    assert serialize_sourced_json([]).value() == ""
 
 
 def test_a_replaced_message_is_serialized_again() -> None:

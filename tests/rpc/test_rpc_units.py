@@ -143,6 +143,53 @@ def test_a_frame_in_parts_arrives_whole_through_a_full_pipe() -> None:
     assert bytes(received) == b"".join(parts)
 
 
+def test_thousands_of_parts_arrive_whole_through_a_slow_reader() -> None:
+    # A dry run's text is one part per message: more parts than one writev takes (IOV_MAX).
+    import os
+    import threading
+    import time
+
+    from compactd.session.file import write_all_parts
+
+    parts = [b"%d," % n * (n % 7) for n in range(5000)] + [b"x" * 300_000]
+    read_fd, write_fd = os.pipe()
+    received = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_fd, 1000):
+            received.extend(chunk)
+            time.sleep(0)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    write_all_parts(write_fd, parts)
+    os.close(write_fd)
+    reader.join(10)
+    os.close(read_fd)
+    assert bytes(received) == b"".join(parts)
+
+
+def test_an_answer_with_encoded_texts_is_the_json_of_the_same_answer() -> None:
+    from compactd.compaction.serialize import serialize_sourced_json
+    from compactd.rpc.answers import EncodedAnswer, encode_answer
+
+    items = [("a", {"role": "user", "content": "é 😀 \"quoted\"\n", "timestamp": 1}),
+             ("b", {"role": "user", "content": "half \ud83d alone", "timestamp": 2})]
+    text = serialize_sourced_json(items)
+    answer = {"firstKeptEntryId": "b", "tokensBefore": 2**70, "previousSummary": "lone \udc00 here",
+              "conversationText": text, "turnPrefixText": None, "readFiles": ["/tmp/é"]}
+    encoded = encode_answer(answer)
+    assert isinstance(encoded, EncodedAnswer)
+    assert encoded.size == len(encoded.body)
+    assert any(part is text.parts[1] for part in encoded.parts)  # the text's parts, not a copy
+    decoded = json.loads(encoded.body)
+    assert decoded == {**answer, "conversationText": text.value()}
+    assert list(decoded) == list(answer)  # members in their order, as the CLI prints them
+    assert decoded["conversationText"] == "[User]: é 😀 \"quoted\"\n\n\n[User]: half \ud83d alone"
+    plain = encode_answer({"a": 1, "b": [1, 2]})  # nothing encoded already: one orjson call
+    assert isinstance(plain, EncodedAnswer) and tuple(plain.parts) == (b'{"a":1,"b":[1,2]}',)
+
+
 @pytest.mark.parametrize("msg_id", [7, "req-7", 2**70])
 def test_encoded_answers_are_framed_for_any_request_id(msg_id: object) -> None:
     from compactd.rpc.answers import EncodedAnswer
@@ -159,10 +206,13 @@ def test_encoded_answers_are_framed_for_any_request_id(msg_id: object) -> None:
         def write_parts(self, parts: list[bytes]) -> None:
             self.data += b"".join(parts)
 
-    for writer in (Joined(), InParts()):
+    whole = EncodedAnswer.whole(b'{"text":"\\u00e9t\\u00e9"}')
+    parts = [b'{"text":', b'"\\u00e9t', "\u00e9\"".encode(), b"}"]
+    in_parts = EncodedAnswer(parts, sum(map(len, parts)))
+    for writer, answer in ((Joined(), whole), (InParts(), whole), (Joined(), in_parts), (InParts(), in_parts)):
         protocol = CompactdServer().protocol
         protocol.set_writer(writer)
-        protocol._send_response(msg_id, result=EncodedAnswer(b'{"text":"\\u00e9t\\u00e9"}'))
+        protocol._send_response(msg_id, result=answer)
         header, _, body = writer.data.partition(b"\r\n\r\n")
         assert header == b"Content-Length: %d" % len(body)
         assert json.loads(body) == {"jsonrpc": "2.0", "id": msg_id, "result": {"text": "été"}}

@@ -28,7 +28,7 @@ from compactd.session.store import gc_paused
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
-from .serialize import SerializedTextCache, serialize_sourced
+from .serialize import EncodedJsonString, SerializedTextCache, serialize_sourced, serialize_sourced_json
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from .tokens import (
     ContextUsageEstimate,
@@ -170,6 +170,16 @@ class CompactionPreparation:
         if not self.is_split_turn:
             return None
         return serialize_sourced(self.turn_prefix, self.text_cache, escape=escape_wrapped)
+
+    def conversation_json(self) -> EncodedJsonString:
+        """`conversation_text` as an encoded JSON string in parts (the daemon's dry-run answer)."""
+        return serialize_sourced_json(self.summarized, self.text_cache, escape=escape_wrapped)
+
+    def turn_prefix_json(self) -> EncodedJsonString | None:
+        """`turn_prefix_text` likewise."""
+        if not self.is_split_turn:
+            return None
+        return serialize_sourced_json(self.turn_prefix, self.text_cache, escape=escape_wrapped)
 
 
 def _memo_estimates() -> Callable[[Message], int]:

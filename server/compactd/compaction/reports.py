@@ -97,9 +97,18 @@ def _compaction_settings(keep_recent_tokens: int | None, reserve_tokens: int | N
     )
 
 
-def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) -> dict[str, Any]:
+def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
+                     text_as_json: bool = False) -> dict[str, Any]:
     """The dry-run answer; without `include_text`, `conversationText` and `turnPrefixText` are
-    null (nothing serialized)."""
+    null (nothing serialized). With `text_as_json` the two texts are `EncodedJsonString`s, for a
+    writer that sends their parts as they are (`rpc/answers.py`)."""
+    if include_text and text_as_json:
+        conversation: Any = prep.conversation_json()
+        turn_prefix: Any = prep.turn_prefix_json()
+    elif include_text:
+        conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
+    else:
+        conversation = turn_prefix = None
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
@@ -110,8 +119,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True) 
         "previousSummary": prep.previous_summary,
         "readFiles": prep.read_files,
         "modifiedFiles": prep.modified_files,
-        "conversationText": prep.conversation_text if include_text else None,
-        "turnPrefixText": prep.turn_prefix_text if include_text else None,
+        "conversationText": conversation,
+        "turnPrefixText": turn_prefix,
         "estimatedTokensAfter": prep.estimated_tokens_after,
     }
 
@@ -123,10 +132,12 @@ def prepare_report(
     reserve_tokens: int | None = None,
     text_cache: SerializedTextCache | None = None,
     include_text: bool = True,
+    text_as_json: bool = False,
 ) -> dict[str, Any] | None:
     """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
     `text_cache` (the daemon's, per session) saves serializing the same history again;
-    `include_text=False` leaves the two texts out (null)."""
+    `include_text=False` leaves the two texts out (null); `text_as_json` gives them encoded, in
+    parts (`preparation_json`)."""
     if leaf_id is not None and leaf_id not in session.by_id:
         raise EntryNotFoundError(leaf_id)
     leaf_key = leaf_id if leaf_id is not None else session.leaf_id
@@ -140,7 +151,8 @@ def prepare_report(
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused(len(session.by_id)):
         prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-        report = preparation_json(prep, include_text=include_text) if isinstance(prep, CompactionPreparation) else None
+        report = (preparation_json(prep, include_text=include_text, text_as_json=text_as_json)
+                  if isinstance(prep, CompactionPreparation) else None)
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.
         del prep

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+from json import dumps as _json_dumps
+from json import loads as _json_loads
+
 from orjson import JSONEncodeError
 from orjson import dumps as _dumps
 
@@ -23,7 +26,10 @@ __all__ = [
     "serialize_messages",
     "message_text",
     "SerializedTextCache",
+    "EncodedJsonString",
+    "json_string_body",
     "serialize_sourced",
+    "serialize_sourced_json",
     "append_message_parts",
 ]
 
@@ -201,33 +207,81 @@ def append_message_parts(message: Mapping[str, Any], parts: list[str]) -> None:
             parts.extend(_message_parts(converted))
 
 
+def json_string_body(text: str) -> bytes:
+    """`text` as the inside of a JSON string: UTF-8, escaped, without the quotes. A lone
+    surrogate (from a damaged file), which UTF-8 cannot carry, is written as its `\\uXXXX`
+    escape, as Python's json module does."""
+    try:
+        return _dumps(text)[1:-1]
+    except JSONEncodeError:
+        return _json_dumps(text)[1:-1].encode("ascii")
+
+
+# The blank line between two messages' shares, inside a JSON string.
+_JSON_BLANK_LINE = b"\\n\\n"
+
+
+class EncodedJsonString:
+    """A JSON string literal given as the parts that make it up, quotes included: a dry run's
+    history text for a writer that sends parts as they are. Megabytes on a long path, so neither
+    the text nor its encoding is ever joined into one object."""
+
+    def __init__(self, parts: list[bytes]) -> None:
+        self.parts = parts
+        self.size = sum([len(part) for part in parts])
+
+    def value(self) -> str:
+        """The string itself (for tests and the rare reader that needs it)."""
+        decoded: str = _json_loads(b"".join(self.parts))
+        return decoded
+
+
 class SerializedTextCache:
     """`message_text` per entry (after `escape`), kept by a caller across requests (the daemon
     keeps one per open session), so a dry run on a long uncompacted path only serializes what is
-    new.
+    new; and, once asked for, the same as JSON (`json_string_body`), so the dry-run answer's text
+    is not encoded again either.
 
     A hit requires the very message object that was serialized: messages of stored entries are
     never changed in place (pruning replaces the message), so a replaced message is a miss."""
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, Callable[[str], str] | None], tuple[Mapping[str, Any], str]] = {}
+        self._json: dict[tuple[str, Callable[[str], str] | None], tuple[Mapping[str, Any], bytes]] = {}
 
     def text(self, entry_id: str, message: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> str:
         key = (entry_id, escape)
         hit = self._texts.get(key)
         if hit is not None and hit[0] is message:
             return hit[1]
-        text = message_text(message)
-        if escape is not None:
-            text = escape(text)
+        text = _escaped_text(message, escape)
         self._texts[key] = (message, text)
         return text
 
+    def json_text(self, entry_id: str, message: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> bytes:
+        """`json_string_body(self.text(...))`, kept alike; the text itself is kept only when it
+        was asked for (a daemon that only answers dry runs holds the encoded form alone)."""
+        key = (entry_id, escape)
+        hit = self._json.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        known = self._texts.get(key)
+        text = known[1] if known is not None and known[0] is message else _escaped_text(message, escape)
+        encoded = json_string_body(text)
+        self._json[key] = (message, encoded)
+        return encoded
+
     def clear(self) -> None:
         self._texts.clear()
+        self._json.clear()
 
     def __len__(self) -> int:
-        return len(self._texts)
+        return len(self._texts) + len(self._json)
+
+
+def _escaped_text(message: Mapping[str, Any], escape: Callable[[str], str] | None) -> str:
+    text = message_text(message)
+    return escape(text) if escape is not None else text
 
 
 def serialize_sourced(
@@ -250,3 +304,24 @@ def serialize_sourced(
     if escape is not None:
         parts = [escape(part) for part in parts]
     return "\n\n".join(parts)
+
+
+def serialize_sourced_json(
+    items: Iterable[tuple[str, Mapping[str, Any]]],
+    cache: SerializedTextCache | None = None,
+    escape: Callable[[str], str] | None = None,
+) -> EncodedJsonString:
+    """`serialize_sourced(items, cache, escape)` as a JSON string in parts: each message's share
+    encoded once (and kept by `cache`), blank lines between them, never joined."""
+    parts: list[bytes] = [b'"']
+    for entry_id, message in items:
+        if cache is not None:
+            body = cache.json_text(entry_id, message, escape)
+        else:
+            body = json_string_body(_escaped_text(message, escape))
+        if body:
+            if len(parts) > 1:
+                parts.append(_JSON_BLANK_LINE)
+            parts.append(body)
+    parts.append(b'"')
+    return EncodedJsonString(parts)

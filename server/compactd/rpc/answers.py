@@ -6,16 +6,20 @@ paused, means the containers die inside the pause and only one bytes object reac
 otherwise the collector's first pass after the pause scans every one of them (~0.3 ms per dry run
 on a 1 MB session, most of the daemon's overhead over the work itself) and the loop thread spends
 its own time encoding. The protocol writes an `EncodedAnswer` into the response unchanged.
+A dry run's history text (megabytes on a long path) comes as parts already encoded per message
+(`SerializedTextCache.json_text`), sent without being joined or encoded again.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from compactd.compaction.serialize import EncodedJsonString
 from compactd.session.store import gc_paused
 
 __all__ = ["EncodedAnswer", "encode_answer", "encoded_quietly"]
@@ -23,18 +27,54 @@ __all__ = ["EncodedAnswer", "encode_answer", "encoded_quietly"]
 
 @dataclass(frozen=True, slots=True)
 class EncodedAnswer:
-    """A request's result, already JSON."""
+    """A request's result, already JSON: `parts` joined (the writer sends them as they are)."""
 
-    body: bytes
+    parts: Sequence[bytes]
+    size: int
+
+    @classmethod
+    def whole(cls, body: bytes) -> EncodedAnswer:
+        return cls((body,), len(body))
+
+    @property
+    def body(self) -> bytes:
+        return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
 
 
 def encode_answer(value: Any) -> Any:
     """`value` as an EncodedAnswer, or unchanged when orjson refuses it (a lone surrogate from
-    a damaged file, an integer beyond 64 bits): pygls' own encoder then takes it."""
+    a damaged file, an integer beyond 64 bits): pygls' own encoder then takes it. An object with
+    `EncodedJsonString` members (a dry run's texts) is encoded member by member, those members'
+    parts taken as they are."""
+    if isinstance(value, dict) and any(isinstance(member, EncodedJsonString) for member in value.values()):
+        return _encode_with_parts(value)
     try:
-        return EncodedAnswer(orjson.dumps(value))
+        return EncodedAnswer.whole(orjson.dumps(value))
     except TypeError:
         return value
+
+
+def _encode_with_parts(value: dict[str, Any]) -> EncodedAnswer:
+    """The object's JSON, members in their order; a member orjson refuses takes the json
+    module's ASCII escapes (valid JSON whatever the string holds)."""
+    parts: list[bytes] = []
+    separator = b"{"
+    for key, member in value.items():
+        parts.append(separator + _json(key) + b":")
+        if isinstance(member, EncodedJsonString):
+            parts.extend(member.parts)
+        else:
+            parts.append(_json(member))
+        separator = b","
+    parts.append(b"}" if parts else b"{}")
+    return EncodedAnswer(parts, sum([len(part) for part in parts]))
+
+
+def _json(value: Any) -> bytes:
+    try:
+        return orjson.dumps(value)
+    except TypeError:
+        return json.dumps(value).encode("ascii")
 
 
 def encoded_quietly(build: Callable[[], Any]) -> Any:
@@ -44,4 +84,3 @@ def encoded_quietly(build: Callable[[], Any]) -> Any:
         answer = encode_answer(value)
         del value  # freed while the collector is still paused
     return answer
-

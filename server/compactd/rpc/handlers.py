@@ -356,9 +356,11 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     if memo is not None and memo[0] == key:
         return memo[1]
     epoch = handle.derived_epoch
+    # The texts come encoded per message from the session's cache, sent in parts (answers.py).
     answer = await ls.off_loop_encoded(lambda: reports.prepare_report(snap, leaf, keep, reserve,
                                                                       text_cache=handle.text_cache,
-                                                                      include_text=params.include_text))
+                                                                      include_text=params.include_text,
+                                                                      text_as_json=True))
     if handle.derived_epoch == epoch:  # not pruned or reloaded meanwhile
         handle.encoded_answers["session/prepareCompaction"] = (key, answer)
     return answer

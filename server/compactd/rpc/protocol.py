@@ -134,14 +134,14 @@ class CompactdProtocol(LanguageServerProtocol):
                 # The id may be anything a client sent (json.dumps takes ids orjson refuses).
                 head = b'{"jsonrpc":"2.0","id":%s,"result":' % (
                     b"%d" % msg_id if type(msg_id) is int else json.dumps(msg_id).encode())
-                frame = (b"Content-Length: %d\r\n\r\n" % (len(head) + len(result.body) + 1) + head, result.body, b"}")
+                frame = (b"Content-Length: %d\r\n\r\n" % (len(head) + result.size + 1) + head, *result.parts, b"}")
                 write_parts = getattr(self.writer, "write_parts", None)
                 if write_parts is not None:  # the answer's bytes go out as they are, not copied twice
                     write_parts(frame)
                 else:
                     self.writer.write(b"".join(frame))
                 return
-            result = orjson.loads(result.body)
+            result = json.loads(result.body)  # (orjson refuses the escape of a lone surrogate)
         if error is None and msg_id not in self._result_types and self.writer is not None:
             try:
                 body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
@@ -189,8 +189,8 @@ class CompactdProtocol(LanguageServerProtocol):
             kind = "batch requests are not supported" if isinstance(data, list) else "expected a JSON object"
             self.send_error(None, Code.INVALID_REQUEST, f"Invalid request: {kind}")
             return
-        msg_id = data.get("id")
-        method = data.get("method")
+        msg_id: Any = data.get("id")  # (checked below before use)
+        method: Any = data.get("method")
         is_request = "id" in data and "method" in data
         if data.get("jsonrpc") != "2.0" or ("method" in data and not isinstance(method, str)) or (
             "id" in data and not isinstance(msg_id, (str, int)) and msg_id is not None

@@ -240,15 +240,29 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
-    """`write_all` of the parts joined, without joining them first (`writev`)."""
+    """`write_all` of the parts joined, without joining them first (`writev`, at most IOV_MAX
+    parts a call: a dry run's text comes as one part per message)."""
     views = [memoryview(part) for part in parts if part]
-    while views:
-        written = os.writev(fd, views)
-        while views and written >= len(views[0]):
-            written -= len(views[0])
-            views.pop(0)
-        if views and written:
-            views[0] = views[0][written:]
+    start, count = 0, len(views)
+    while start < count:
+        written = os.writev(fd, views[start:start + _IOV_MAX])
+        while start < count and written >= len(views[start]):
+            written -= len(views[start])
+            start += 1
+        if written:
+            views[start] = views[start][written:]
+
+
+def _iov_max() -> int:
+    """The most buffers one writev takes (Linux and macOS: 1024)."""
+    try:
+        value = os.sysconf("SC_IOV_MAX")
+    except (AttributeError, ValueError, OSError):
+        return 16  # POSIX's least
+    return value if value > 0 else 1024
+
+
+_IOV_MAX = _iov_max()
 
 
 def fsync_dir(directory: Path) -> None:
