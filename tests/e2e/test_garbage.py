@@ -184,6 +184,23 @@ def test_initialize_with_missing_or_wrong_fields_names_them() -> None:
         server.kill()
 
 
+def test_the_daemon_widens_its_answer_pipe() -> None:
+    """Large answers (a dry run's history text) leave in one write instead of 64 KB at a time."""
+    import fcntl
+
+    from compactd.rpc.protocol import OUTPUT_BUFFER_BYTES
+
+    server = RawServer()
+    try:
+        server.initialize()
+        assert server.proc.stdout is not None
+        allowed = min(OUTPUT_BUFFER_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+        assert fcntl.fcntl(server.proc.stdout.fileno(), fcntl.F_GETPIPE_SZ) >= allowed
+        assert server.shutdown() == 0
+    finally:
+        server.kill()
+
+
 def test_requests_from_a_regular_file_on_stdin(tmp_path: Path) -> None:
     """`compactd serve < file`: the requests in a regular file are answered, then the end of the
     file ends the daemon."""
@@ -216,6 +233,7 @@ def test_large_answers_stay_whole_while_the_daemon_is_stopped_and_continued(tmp_
     """A debugger or profiler attaching stops and continues the daemon (SIGSTOP/SIGCONT); a large
     answer whose write that interrupts must still arrive whole. The buffered stdout lost the rest
     of such a write (answers cut at the pipe's 64 KB, the stream desynchronized)."""
+    import fcntl
     import signal
     import threading
     import time
@@ -237,6 +255,10 @@ def test_large_answers_stay_whole_while_the_daemon_is_stopped_and_continued(tmp_
     hammer = threading.Thread(target=stop_and_continue, daemon=True)
     try:
         server.initialize({"settings": {"compaction": {"enabled": False}}})
+        # The daemon widens its answer pipe to 1 MB; back to the default 64 KB (either end can set
+        # it), a dry run takes several partial writes, each of which a stop can interrupt.
+        assert server.proc.stdout is not None
+        fcntl.fcntl(server.proc.stdout.fileno(), fcntl.F_SETPIPE_SZ, 65536)
         sid = server.request(1, "session/open", {"path": str(path)})["result"]["sessionId"]
         leaf = server.request(2, "session/context", {"sessionId": sid})["result"]["leafId"]
         parent = server.request(3, "session/entry", {"sessionId": sid, "entryId": leaf})["result"]["entry"]["parentId"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 
 import pytest
 from compactd.engine.busy import BusyError
@@ -126,7 +127,9 @@ def test_a_frame_in_parts_arrives_whole_through_a_full_pipe() -> None:
 
     from compactd.rpc.protocol import FdWriter
 
-    parts = [b"Content-Length: 3\r\n\r\n", bytes(range(256)) * 2000, b"", b"}" * 70_000]
+    # The writer widens its pipe (to 1 MB where the kernel allows): more than that still comes
+    # out in partial writes.
+    parts = [b"Content-Length: 3\r\n\r\n", bytes(range(256)) * 5000, b"", b"}" * 70_000]
     read_fd, write_fd = os.pipe()
     received = bytearray()
 
@@ -188,6 +191,35 @@ def test_an_answer_with_encoded_texts_is_the_json_of_the_same_answer() -> None:
     assert decoded["conversationText"] == "[User]: é 😀 \"quoted\"\n\n\n[User]: half \ud83d alone"
     plain = encode_answer({"a": 1, "b": [1, 2]})  # nothing encoded already: one orjson call
     assert isinstance(plain, EncodedAnswer) and tuple(plain.parts) == (b'{"a":1,"b":[1,2]}',)
+
+
+def test_the_answer_pipe_or_socket_is_widened_where_the_kernel_allows(tmp_path: Path) -> None:
+    import fcntl
+    import os
+    import socket
+
+    from compactd.rpc.protocol import OUTPUT_BUFFER_BYTES, widen_output
+
+    read_fd, write_fd = os.pipe()  # what Python's subprocess spawns with
+    try:
+        size = widen_output(write_fd)
+        allowed = min(OUTPUT_BUFFER_BYTES, int(Path("/proc/sys/fs/pipe-max-size").read_text()))
+        assert size is not None and size >= allowed
+        assert fcntl.fcntl(read_fd, fcntl.F_GETPIPE_SZ) == size  # one buffer, seen from both ends
+    finally:
+        os.close(read_fd)
+        os.close(write_fd)
+    ours, theirs = socket.socketpair()  # what Node (so VS Code) spawns with
+    with ours, theirs:
+        before = ours.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)
+        allowed = min(OUTPUT_BUFFER_BYTES, int(Path("/proc/sys/net/core/wmem_max").read_text()))
+        size = widen_output(ours.fileno())
+        assert size == ours.getsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF)  # the socket itself, still open
+        assert size is not None and size >= allowed and (allowed <= before or size > before)
+        ours.sendall(b"still usable")
+        assert theirs.recv(64) == b"still usable"
+    with open(tmp_path / "out.txt", "wb") as regular:  # `compactd serve > file`: nothing to widen
+        assert widen_output(regular.fileno()) is None
 
 
 @pytest.mark.parametrize("msg_id", [7, "req-7", 2**70])
