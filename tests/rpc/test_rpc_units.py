@@ -184,7 +184,6 @@ def test_an_answer_with_encoded_texts_is_the_json_of_the_same_answer() -> None:
     encoded = encode_answer(answer)
     assert isinstance(encoded, EncodedAnswer)
     assert encoded.size == len(encoded.body)
-    assert any(part is text.parts[1] for part in encoded.parts)  # the text's parts, not a copy
     decoded = json.loads(encoded.body)
     assert decoded == {**answer, "conversationText": text.value()}
     assert list(decoded) == list(answer)  # members in their order, as the CLI prints them
@@ -220,6 +219,24 @@ def test_the_answer_pipe_or_socket_is_widened_where_the_kernel_allows(tmp_path: 
         assert theirs.recv(64) == b"still usable"
     with open(tmp_path / "out.txt", "wb") as regular:  # `compactd serve > file`: nothing to widen
         assert widen_output(regular.fileno()) is None
+
+
+def test_an_encoded_text_of_many_parts_is_written_in_few_chunks() -> None:
+    # One part per message on a long path: the kernel takes each writev buffer on its own, so
+    # small parts go out gathered into chunks; a large one is sent as it is, not copied.
+    from compactd.compaction.serialize import EncodedJsonString
+    from compactd.rpc.answers import CHUNK_BYTES, EncodedAnswer, encode_answer
+
+    large = b"y" * (CHUNK_BYTES + 1)
+    pieces = [b'"'] + [b"x" * 250, b"\\n\\n"] * 5000 + [large, b"z", b'"']
+    text = EncodedJsonString(pieces)
+    encoded = encode_answer({"before": 1, "conversationText": text, "after": None})
+    assert isinstance(encoded, EncodedAnswer)
+    assert encoded.body == b'{"before":1,"conversationText":' + b"".join(pieces) + b',"after":null}'
+    assert encoded.size == len(encoded.body)
+    assert len(encoded.parts) <= 2 + text.size // CHUNK_BYTES + 2
+    assert any(part is large for part in encoded.parts)
+    assert all(len(part) <= CHUNK_BYTES + 300 for part in encoded.parts if part is not large)
 
 
 @pytest.mark.parametrize("msg_id", [7, "req-7", 2**70])
