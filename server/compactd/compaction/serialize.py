@@ -228,7 +228,6 @@ class EncodedJsonString:
 
     def __init__(self, parts: list[bytes]) -> None:
         self.parts = parts
-        self.size = sum([len(part) for part in parts])
 
     def value(self) -> str:
         """The string itself (for tests and the rare reader that needs it)."""
