@@ -20,6 +20,7 @@ from compactd.compaction.cut_points import (
 from compactd.compaction.prepare import messages_of, prepare_compaction
 from compactd.compaction.prompts import escape_wrapped
 from compactd.compaction.serialize import (
+    JSON_CHUNK_BYTES,
     EncodedJsonString,
     SerializedTextCache,
     json_string_body,
@@ -130,8 +131,6 @@ def test_text_as_json_parts_decodes_to_the_same_text(session: Session) -> None:
         if not prep:
             continue
         encoded = prep.conversation_json()
-        # One part per message share (and blank line), not one joined text.
-        assert len(encoded.parts) == 2 + max(0, 2 * len([i for i in prep.summarized if cache.json_text(*i, escape_wrapped)]) - 1)
         assert json.loads(b"".join(encoded.parts)) == encoded.value() == prep.conversation_text
         uncached = serialize_sourced_json(prep.summarized, None, escape_wrapped)
         assert uncached.parts == encoded.parts
@@ -143,6 +142,19 @@ def test_text_as_json_parts_decodes_to_the_same_text(session: Session) -> None:
             assert prep.turn_prefix_json() is None
         compared += 1
     assert compared > 5 and split > 0
+
+
+def test_a_long_text_comes_in_chunks_of_whole_shares() -> None:
+    # A writer takes each part on its own: one part per message made long answers slow to write.
+    share = "[User]: " + "é" * 1000  # 2008 bytes encoded
+    items = [(f"e{i}", {"role": "user", "content": share[8:], "timestamp": i}) for i in range(600)]
+    encoded = serialize_sourced_json(items, SerializedTextCache())
+    assert encoded.value() == serialize_sourced(items)
+    assert len(encoded.parts) == 1 + (600 * 2008 + 599 * 4) // JSON_CHUNK_BYTES
+    for chunk in encoded.parts[:-1]:
+        assert JSON_CHUNK_BYTES <= len(chunk) < JSON_CHUNK_BYTES + 2008 + 4
+        assert chunk.endswith("é".encode())  # whole shares: a chunk never ends inside one
+    assert serialize_sourced_json(items[:1]).parts == [b'"' + json_string_body(share) + b'"']
 
 
 def test_the_json_of_a_share_is_kept_and_a_replaced_message_encoded_again() -> None:

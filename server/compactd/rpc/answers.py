@@ -6,9 +6,9 @@ paused, means the containers die inside the pause and only one bytes object reac
 otherwise the collector's first pass after the pause scans every one of them (~0.3 ms per dry run
 on a 1 MB session, most of the daemon's overhead over the work itself) and the loop thread spends
 its own time encoding. The protocol writes an `EncodedAnswer` into the response unchanged.
-A dry run's history text (megabytes on a long path) comes as parts already encoded per message
-(`SerializedTextCache.json_text`): they are only gathered into chunks of 256 KB, never joined into
-one text or encoded again.
+A dry run's history text (megabytes on a long path) comes already encoded, per message
+(`SerializedTextCache.json_text`) gathered into chunks of 256 KB (`serialize_sourced_json`): it is
+sent as it is, never joined into one text or encoded again.
 """
 
 from __future__ import annotations
@@ -68,36 +68,7 @@ def _encode_with_parts(value: dict[str, Any]) -> EncodedAnswer:
             parts.append(_json(member))
         separator = b","
     parts.append(b"}" if parts else b"{}")
-    return EncodedAnswer(_coalesced(parts), sum([len(part) for part in parts]))
-
-
-# Parts up to this size are joined into chunks of about this size before they are written: the
-# kernel takes each buffer of a writev on its own, and 200k parts of a few hundred bytes (a dry run
-# on 100k entries) took 240 ms to write against 35 ms in chunks.
-CHUNK_BYTES = 1 << 18
-
-
-def _coalesced(parts: list[bytes], chunk: int = CHUNK_BYTES) -> list[bytes]:
-    """`parts` with runs of small ones joined into chunks of about `chunk` bytes; a large part is
-    kept as it is (never copied)."""
-    out: list[bytes] = []
-    run: list[bytes] = []
-    size = 0
-    for part in parts:
-        if len(part) >= chunk:
-            if run:
-                out.append(run[0] if len(run) == 1 else b"".join(run))
-                run, size = [], 0
-            out.append(part)
-            continue
-        run.append(part)
-        size += len(part)
-        if size >= chunk:
-            out.append(b"".join(run))
-            run, size = [], 0
-    if run:
-        out.append(run[0] if len(run) == 1 else b"".join(run))
-    return out
+    return EncodedAnswer(parts, sum([len(part) for part in parts]))
 
 
 def _json(value: Any) -> bytes:
