@@ -221,6 +221,17 @@ def test_the_answer_pipe_or_socket_is_widened_where_the_kernel_allows(tmp_path: 
         assert widen_output(regular.fileno()) is None
 
 
+def test_an_answer_orjson_refuses_is_still_encoded_where_it_is_built() -> None:
+    # A lone surrogate (a damaged file) or an integer beyond 64 bits: the json module's escapes,
+    # not a second encoding on the event loop.
+    from compactd.rpc.answers import EncodedAnswer, encode_answer
+
+    answer = {"messages": [{"role": "user", "entryId": "half \ud83d alone"}], "tokens": 2**70}
+    encoded = encode_answer(answer)
+    assert isinstance(encoded, EncodedAnswer)
+    assert json.loads(encoded.body) == answer
+
+
 def test_an_answer_sends_its_encoded_texts_parts_as_they_are() -> None:
     from compactd.compaction.serialize import EncodedJsonString
     from compactd.rpc.answers import EncodedAnswer, encode_answer

@@ -42,22 +42,17 @@ class EncodedAnswer:
         return self.parts[0] if len(self.parts) == 1 else b"".join(self.parts)
 
 
-def encode_answer(value: Any) -> Any:
-    """`value` as an EncodedAnswer, or unchanged when orjson refuses it (a lone surrogate from
-    a damaged file, an integer beyond 64 bits): pygls' own encoder then takes it. An object with
+def encode_answer(value: Any) -> EncodedAnswer:
+    """`value` as an EncodedAnswer (see `_json` for what orjson refuses). An object with
     `EncodedJsonString` members (a dry run's texts) is encoded member by member, those members'
     parts taken as they are."""
     if isinstance(value, dict) and any(isinstance(member, EncodedJsonString) for member in value.values()):
         return _encode_with_parts(value)
-    try:
-        return EncodedAnswer.whole(orjson.dumps(value))
-    except TypeError:
-        return value
+    return EncodedAnswer.whole(_json(value))
 
 
 def _encode_with_parts(value: dict[str, Any]) -> EncodedAnswer:
-    """The object's JSON, members in their order; a member orjson refuses takes the json
-    module's ASCII escapes (valid JSON whatever the string holds)."""
+    """The object's JSON, members in their order."""
     parts: list[bytes] = []
     separator = b"{"
     for key, member in value.items():
@@ -72,13 +67,15 @@ def _encode_with_parts(value: dict[str, Any]) -> EncodedAnswer:
 
 
 def _json(value: Any) -> bytes:
+    """orjson's encoding; what it refuses (a lone surrogate from a damaged file, an integer beyond
+    64 bits) takes the json module's ASCII escapes, valid JSON whatever the string holds."""
     try:
         return orjson.dumps(value)
     except TypeError:
         return json.dumps(value).encode("ascii")
 
 
-def encoded_quietly(build: Callable[[], Any]) -> Any:
+def encoded_quietly(build: Callable[[], Any]) -> EncodedAnswer:
     """`encode_answer(build())` with the collector paused throughout (run it in a worker)."""
     with gc_paused():
         value = build()

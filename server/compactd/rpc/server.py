@@ -30,7 +30,7 @@ from compactd.session import Session, SessionView
 from compactd.session.tree import resolve_labels
 from compactd.summarize.base import Summarizer
 
-from .answers import encoded_quietly
+from .answers import EncodedAnswer, encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
@@ -293,7 +293,7 @@ class CompactdServer(LanguageServer):
         return await asyncio.to_thread(fn, *args)
 
     @staticmethod
-    async def off_loop_encoded(build: Callable[[], Any]) -> Any:
+    async def off_loop_encoded(build: Callable[[], Any]) -> EncodedAnswer:
         """`build()` in a worker, its JSON answer encoded there as well (`answers.py`)."""
         return await asyncio.to_thread(encoded_quietly, build)
 

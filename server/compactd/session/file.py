@@ -241,7 +241,7 @@ def write_all(fd: int, data: bytes) -> None:
 
 def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
     """`write_all` of the parts joined, without joining them first (`writev`, at most IOV_MAX
-    parts a call: a dry run's text comes as one part per message)."""
+    parts a call)."""
     views = [memoryview(part) for part in parts if part]
     start, count = 0, len(views)
     while start < count:
