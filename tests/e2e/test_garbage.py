@@ -276,3 +276,52 @@ def test_large_answers_stay_whole_while_the_daemon_is_stopped_and_continued(tmp_
     finally:
         stop.set()
         server.kill()
+
+
+def test_stdin_and_stdout_on_one_socket(tmp_path: Path) -> None:
+    """A client that hands the daemon one socket for both directions (inetd style): stdin keeps a
+    blocking reader thread, since making the socket non-blocking for reading would do the same to
+    every write of a large answer (partial writes, BlockingIOError)."""
+    import socket
+
+    path = tmp_path / "large.jsonl"  # its context answers ~5 MB: more than the socket's buffer
+    write_session(path, tmp_path, turns=12, text_chars=200_000)
+    ours, theirs = socket.socketpair()
+    ours.settimeout(60)  # a daemon that lost an answer fails the test instead of hanging it
+    with ours:
+        with theirs:
+            proc = subprocess.Popen([sys.executable, "-m", "compactd", "serve"], stdin=theirs, stdout=theirs,
+                                    stderr=subprocess.PIPE, env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path)})
+        stream = ours.makefile("rwb")
+
+        def request(msg_id: int, method: str, params: object) -> dict[str, object]:
+            body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode()
+            stream.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            stream.flush()
+            while True:
+                length = 0
+                while (line := stream.readline()) not in (b"\r\n", b""):
+                    if line.lower().startswith(b"content-length"):
+                        length = int(line.split(b":")[1])
+                assert length, proc.stderr.read().decode() if proc.poll() is not None else "no frame"  # type: ignore[union-attr]
+                message = json.loads(stream.read(length))
+                if message.get("id") == msg_id:
+                    return message
+
+        try:
+            assert request(1, "initialize", {"capabilities": {}, "initializationOptions": {
+                "settings": {"compaction": {"enabled": False}}}})["result"]
+            sid = request(2, "session/open", {"path": str(path)})["result"]["sessionId"]  # type: ignore[index]
+            for n in range(3):  # answers larger than the socket's buffer, each written whole
+                context = request(3 + n, "session/context", {"sessionId": sid, "includeMessages": True})
+                assert len(json.dumps(context)) > 4_000_000
+            assert request(9, "shutdown", None)["result"] is None
+            stream.close()
+            ours.shutdown(socket.SHUT_WR)
+            assert proc.wait(30) == 0
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+            proc.wait(10)
+            assert proc.stderr is not None
+            proc.stderr.close()

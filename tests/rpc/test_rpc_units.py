@@ -271,3 +271,39 @@ def test_encoded_answers_are_framed_for_any_request_id(msg_id: object) -> None:
         header, _, body = writer.data.partition(b"\r\n\r\n")
         assert header == b"Content-Length: %d" % len(body)
         assert json.loads(body) == {"jsonrpc": "2.0", "id": msg_id, "result": {"text": "été"}}
+
+
+def test_a_pipe_on_stdin_is_read_on_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A pipe of the daemon's own is read by the event loop itself (no reader thread to hand each
+    request over from); frames split across reads are put together and the end of input is seen."""
+    import asyncio
+    import io
+    import os
+    import threading
+
+    from compactd.rpc import protocol
+
+    read_fd, write_fd = os.pipe()
+    bodies: list[bytes] = []
+    threads_before = {t.ident for t in threading.enumerate()}
+
+    async def run() -> None:
+        loop = asyncio.get_running_loop()
+        ended = asyncio.Event()
+        reader = protocol.FrameReader(lambda body: bodies.append(body) is None)
+        monkeypatch.setattr("sys.stdin", io.TextIOWrapper(io.FileIO(read_fd, closefd=False)))
+        protocol.start_stdin_reader(loop, reader, ended.set)
+        assert {t.ident for t in threading.enumerate()} == threads_before  # no thread started
+        assert not os.get_blocking(read_fd)
+        frame = b'Content-Length: 9\r\n\r\n{"a": 12}'
+        for part in (frame[:7], frame[7:20], frame[20:] + frame):
+            os.write(write_fd, part)
+            await asyncio.sleep(0.01)
+        os.close(write_fd)
+        await asyncio.wait_for(ended.wait(), 5)
+
+    try:
+        asyncio.run(run())
+    finally:
+        os.close(read_fd)
+    assert bodies == [b'{"a": 12}', b'{"a": 12}']

@@ -375,6 +375,53 @@ class FrameReader:
 _NEXT_FRAME = b"Content-Length:"
 
 
+INPUT_CHUNK_BYTES = 1 << 20
+
+
+def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
+    """Read stdin on the event loop when it is a pipe or a socket of its own (what editors spawn
+    with): a request then reaches its handler in the same thread that reads it, without a hand-off
+    between threads (a reader thread, then the loop woken to take the GIL: ~20-40 us of a ~100 us
+    round trip). Anything else (a terminal, a file, Windows, stdin and stdout on one socket, whose
+    shared non-blocking flag would turn stdout's writes into partial ones) takes a reader thread."""
+    fd = sys.stdin.fileno()
+    if not _own_pipe_or_socket(fd):
+        start_stdin_thread(loop, reader, on_eof)
+        return
+    os.set_blocking(fd, False)
+
+    def on_readable() -> None:
+        try:
+            chunk = os.read(fd, INPUT_CHUNK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            loop.remove_reader(fd)
+            on_eof()
+            return
+        reader.feed(chunk)
+
+    loop.add_reader(fd, on_readable)
+
+
+def _own_pipe_or_socket(fd: int) -> bool:
+    if os.name != "posix":
+        return False
+    try:
+        mode = os.fstat(fd).st_mode
+        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
+            return False
+        try:  # (the protocol's stdout: sys.stdout itself is stderr while serving)
+            out = sys.__stdout__.fileno() if sys.__stdout__ is not None else -1
+            return not os.path.samestat(os.fstat(fd), os.fstat(out))
+        except (AttributeError, OSError, ValueError):  # no stdout descriptor: nothing shares it
+            return True
+    except OSError:
+        return False
+
+
 def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
     """Read stdin on a daemon thread (a blocked read must not keep the process alive)."""
     fd = sys.stdin.fileno()
@@ -460,4 +507,5 @@ class FdWriter:
             write_all_parts(self._fd, parts)
 
 
-__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_thread", "widen_output"]
+__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_reader", "start_stdin_thread",
+           "widen_output"]

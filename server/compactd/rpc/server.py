@@ -34,7 +34,7 @@ from .answers import EncodedAnswer, encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
-from .protocol import CompactdProtocol, FdWriter, FrameReader, make_converter, start_stdin_thread
+from .protocol import CompactdProtocol, FdWriter, FrameReader, make_converter, start_stdin_reader
 from .schema import InitOptions
 from .watch import poll_interval, watch_files
 from .watchdog import watch_process
@@ -304,7 +304,7 @@ class CompactdServer(LanguageServer):
         if self._stop is not None:
             self._stop.set()
 
-    def serve_stdio(self, stdin_fd_reader: Callable[..., None] = start_stdin_thread,
+    def serve_stdio(self, stdin_fd_reader: Callable[..., None] = start_stdin_reader,
                     stdout: BinaryIO | None = None, client_pid: int | None = None) -> int:
         """Serve until `exit`, end of stdin, or (with `client_pid`) the client process is gone."""
         out = stdout or sys.stdout.buffer
