@@ -7,8 +7,9 @@ from __future__ import annotations
 from typing import Any
 
 STEPS = ("open", "context", "prepare", "prepare at a new leaf", "prepare, no text")
-# Steps only the daemon has, compared with this step of Pi (and of compactd in process): the
-# daemon's repeated dry run at one leaf is answered from memory, this one is computed each time.
+# Steps only the daemon has: compactd in process has no column, and Pi's figure is its own run of
+# the same step (results from before Pi measured it: this step of Pi). The daemon's repeated dry
+# run at one leaf is answered from memory; at a new leaf it is computed each time.
 _BASELINE = {"prepare at a new leaf": "prepare"}
 
 
@@ -56,7 +57,7 @@ def side_by_side(rows: list[dict[str, Any]]) -> str:
             if not impls:
                 continue
             base = steps.get(_BASELINE.get(step, step), {})
-            pi = base.get("pi", {}).get("median")
+            pi = (impls.get("pi") or base.get("pi", {})).get("median")
             ours = base.get("compactd", {}).get("median") if step not in _BASELINE else None
             daemon = impls.get("daemon", {}).get("median")
             lines.append(f"| {name if first else ''} | {step} | {_ratio(ours, pi)} | {_ratio(daemon, pi)} | "

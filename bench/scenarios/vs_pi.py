@@ -217,6 +217,8 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                        extra=_tag(label, "prepare", "pi", **extra))
             yield Case(f"pi prepare, no text {label}", lambda f=pi: f("prepare"), unit="ms", sampled=True,
                        extra=_tag(label, "prepare, no text", "pi", **extra))
+            yield Case(f"pi prepare at a new leaf {label}", lambda f=pi: f("prepareTextNewLeaf"), unit="ms",
+                       sampled=True, extra=_tag(label, "prepare at a new leaf", "pi", **extra))
         # In a fresh process per file, as Pi's measure.mjs runs (bench/measure_compactd.py).
         yield Case(f"compactd open {label}", lambda f=ours: f("open"), unit="ms", sampled=True,
                    extra=_tag(label, "open", "compactd", **note))
