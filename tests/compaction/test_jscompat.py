@@ -54,6 +54,47 @@ def test_utf16_slice_splitting_a_pair_keeps_length_with_replacement_char() -> No
     cut.encode("utf-8")  # valid Unicode: can be written out
 
 
+def _reference_len(text: str) -> int:
+    return len(text.encode("utf-16-le", "surrogatepass")) // 2
+
+
+def _reference_slice(text: str, units: int) -> str:
+    """The code units through UTF-16 (JavaScript's `slice(0, units)`, a split pair's half as U+FFFD)."""
+    if units <= 0:
+        return ""
+    encoded = text[: units + 1].encode("utf-16-le", "surrogatepass")
+    if units * 2 >= len(encoded):
+        return text
+    head = encoded[: units * 2]
+    split = 0xD800 <= int.from_bytes(head[-2:], "little") <= 0xDBFF and (
+        0xDC00 <= int.from_bytes(encoded[units * 2 : units * 2 + 2], "little") <= 0xDFFF)
+    result = head.decode("utf-16-le", "surrogatepass")
+    return result[:-1] + REPLACEMENT_CHAR if split else result
+
+
+# Texts of every storage width (1, 2 and 4 bytes a character), with lone surrogates and pairs of
+# them written as two characters (what a damaged file can hold).
+_CODE_POINTS = st.one_of(st.integers(0, 0x7F), st.integers(0x80, 0xFF), st.integers(0x100, 0xD7FF),
+                         st.integers(0xD800, 0xDFFF), st.integers(0xE000, 0xFFFF), st.integers(0x10000, 0x10FFFF))
+_TEXTS = st.lists(_CODE_POINTS, max_size=40).map(lambda points: "".join(map(chr, points)))
+
+
+@given(_TEXTS, st.integers(0, 50))
+@settings(max_examples=500)
+def test_utf16_length_and_slice_match_the_code_units(text: str, units: int) -> None:
+    assert utf16_len(text) == _reference_len(text)
+    assert utf16_slice(text, units) == _reference_slice(text, units)
+
+
+def test_utf16_slice_of_a_pair_written_as_two_characters() -> None:
+    two_halves = "a\ud83d\ude00b"  # 2-byte storage: the halves are characters of their own
+    assert utf16_len(two_halves) == 4
+    assert utf16_slice(two_halves, 2) == "a" + REPLACEMENT_CHAR
+    assert utf16_slice(two_halves, 3) == "a😀"  # the pair, read as UTF-16
+    assert utf16_slice("é\ud83d", 2) == "é\ud83d"  # a lone half at the end stays
+    assert utf16_slice("é→x", 2) == "é→"  # 2-byte storage, no halves: cut by characters
+
+
 def test_js_number_formats_like_javascript() -> None:
     assert js_number(1.0) == "1"
     assert js_number(-0.0) == "0"

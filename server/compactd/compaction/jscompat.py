@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import sys
 from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
@@ -33,12 +34,27 @@ REPLACEMENT_CHAR = "\ufffd"
 _MAX_SAFE = 2**53
 _MAX_ARRAY_INDEX = 2**32 - 2  # array-index property keys are 0 .. 2^32 - 2
 _INDEX_KEY = re.compile(r"0|[1-9][0-9]*")
+_SURROGATE = re.compile(f"[{chr(0xD800)}-{chr(0xDFFF)}]")  # (mypyc takes no surrogate in a literal)
 DIGITS = frozenset("0123456789")  # what a key that is an array index starts with
+
+
+# A str keeps 1, 2 or 4 bytes a character (PEP 393), the fewest its widest character needs: only
+# the 4-byte form holds characters beyond the BMP (two UTF-16 code units each), only the 2- and
+# 4-byte forms surrogate halves. Its size tells the form without reading the text; this is the
+# size of a one-character 2-byte str less its data.
+_NON_ASCII_HEADER = sys.getsizeof("\u0100") - 2 * 2
+
+
+def _char_width(text: str) -> int:
+    """Bytes a character in the storage of the non-ASCII `text`: 1, 2, or 4 (also when unknown)."""
+    data = sys.getsizeof(text) - _NON_ASCII_HEADER  # the characters and a terminator
+    slots = len(text) + 1
+    return 1 if data < 2 * slots else 2 if data < 4 * slots else 4
 
 
 def utf16_len(text: str) -> int:
     """`text.length` in JavaScript: UTF-16 code units (a non-BMP character counts 2)."""
-    if text.isascii():
+    if text.isascii() or _char_width(text) < 4:
         return len(text)
     return len(text.encode("utf-16-le", "surrogatepass")) // 2
 
@@ -56,6 +72,11 @@ def utf16_slice(text: str, units: int) -> str:
         return ""
     if text.isascii():
         return text[:units]
+    width = _char_width(text)
+    if width < 4:  # characters are code units: the cut is a character's
+        cut = text[:units]
+        if width == 1 or _SURROGATE.search(cut) is None:  # (halves, from a damaged file, go below)
+            return cut
     # The first `units` code units lie within the first `units` characters; one more shows
     # whether the cut splits a pair. Encoding only those keeps a cut of a long text cheap.
     encoded = text[: units + 1].encode("utf-16-le", "surrogatepass")
