@@ -325,3 +325,59 @@ def test_stdin_and_stdout_on_one_socket(tmp_path: Path) -> None:
             proc.wait(10)
             assert proc.stderr is not None
             proc.stderr.close()
+
+
+def test_requests_are_read_while_a_large_answer_waits_to_be_read(tmp_path: Path) -> None:
+    """A client that writes a large request before reading the large answer it asked for: the
+    daemon keeps taking requests in while its answer waits in the full pipe, so neither side ends
+    up waiting for the other (the writes of both would block for good)."""
+    import threading
+    import time
+
+    path = tmp_path / "large.jsonl"  # its context with messages is ~5 MB: more than the pipe holds
+    write_session(path, tmp_path, turns=12, text_chars=200_000)
+    proc = subprocess.Popen([sys.executable, "-m", "compactd", "serve"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "PI_CODING_AGENT_DIR": str(tmp_path)})
+    assert proc.stdin is not None and proc.stdout is not None
+    stdin, stdout = proc.stdin, proc.stdout
+
+    def frame(msg_id: int, method: str, params: object) -> bytes:
+        body = json.dumps({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params}).encode()
+        return b"Content-Length: %d\r\n\r\n" % len(body) + body
+
+    def answer() -> dict[str, object]:
+        length = 0
+        while (line := stdout.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length"):
+                length = int(line.split(b":")[1])
+        assert length, "the daemon closed its output"
+        message: dict[str, object] = json.loads(stdout.read(length))
+        return message
+
+    try:
+        stdin.write(frame(1, "initialize", {"capabilities": {}, "initializationOptions": {
+            "settings": {"compaction": {"enabled": False}}}}) + frame(2, "session/open", {"path": str(path)}))
+        stdin.flush()
+        answers = {}
+        while 2 not in answers:
+            message = answer()
+            answers[message.get("id")] = message
+        sid = answers[2]["result"]["sessionId"]  # type: ignore[index]
+        stdin.write(frame(3, "session/context", {"sessionId": sid, "includeMessages": True}))
+        stdin.flush()
+        time.sleep(1.0)  # the answer fills the pipe; nothing reads it yet
+        large = frame(4, "session/append", {"sessionId": sid, "entries": [{"type": "message", "message": {
+            "role": "user", "content": "x" * 4_000_000, "timestamp": 1_770_000_000_000}}]})
+        writer = threading.Thread(target=lambda: (stdin.write(large), stdin.flush()), daemon=True)
+        writer.start()
+        writer.join(30)
+        assert not writer.is_alive(), "the daemon stopped reading requests while its answer waited"
+        while 3 not in answers or 4 not in answers:
+            message = answer()
+            answers[message.get("id")] = message
+        assert len(answers[3]["result"]["messages"]) == 24  # type: ignore[index]
+        assert len(answers[4]["result"]["entryIds"]) == 1  # type: ignore[index]
+    finally:
+        proc.kill()
+        proc.wait(10)

@@ -18,6 +18,7 @@ import json
 import logging
 import os
 import re
+import select
 import socket
 import stat
 import sys
@@ -378,33 +379,83 @@ _NEXT_FRAME = b"Content-Length:"
 INPUT_CHUNK_BYTES = 1 << 20
 
 
-def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
+def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader,
+                       on_eof: Callable[[], None]) -> LoopInput | None:
     """Read stdin on the event loop when it is a pipe or a socket of its own (what editors spawn
     with): a request then reaches its handler in the thread that reads it. Handed over from a
     reader thread, each request waited for the loop to wake and take the interpreter lock
     (interleaved daemons: a context on the 1.0 MB session 0.56-0.73 against 0.28-0.36 ms, on the
-    2 KB file 0.10-0.15 against 0.08 ms). Anything else (a terminal, a file, Windows, stdin and stdout on one socket, whose
-    shared non-blocking flag would turn stdout's writes into partial ones) takes a reader thread."""
+    2 KB file 0.10-0.15 against 0.08 ms). Anything else (a terminal, a file, Windows, stdin and
+    stdout on one socket, whose shared non-blocking flag would turn stdout's writes into partial
+    ones) takes a reader thread, and None is returned."""
     fd = sys.stdin.fileno()
     if not _own_pipe_or_socket(fd):
         start_stdin_thread(loop, reader, on_eof)
-        return
-    os.set_blocking(fd, False)
+        return None
+    return LoopInput(loop, fd, reader, on_eof)
 
-    def on_readable() -> None:
-        try:
-            chunk = os.read(fd, INPUT_CHUNK_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError:
-            chunk = b""
-        if not chunk:
-            loop.remove_reader(fd)
-            on_eof()
-            return
-        reader.feed(chunk)
 
-    loop.add_reader(fd, on_readable)
+class LoopInput:
+    """stdin read by the event loop. The loop also writes the answers, so while an answer waits
+    for the client to read it (`wait_writable`), the requests the client writes meanwhile are
+    still taken in, to be handled once the write is done: a client that writes a large request
+    before reading a large answer would otherwise wait for the daemon while it waits for the
+    client."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, fd: int, reader: FrameReader,
+                 on_eof: Callable[[], None]) -> None:
+        self._loop = loop
+        self._fd = fd
+        self._reader = reader
+        self._on_eof = on_eof
+        self._open = True
+        self._lock = threading.Lock()  # reads and their order in `_pending`
+        self._pending: list[bytes] = []
+        os.set_blocking(fd, False)
+        loop.add_reader(fd, self._on_readable)
+
+    def _take(self) -> None:
+        """Read what has arrived into `_pending`, in the order it came."""
+        with self._lock:
+            if not self._open:
+                return
+            try:
+                chunk = os.read(self._fd, INPUT_CHUNK_BYTES)
+            except (BlockingIOError, InterruptedError):
+                return
+            except OSError:
+                chunk = b""
+            if chunk:
+                self._pending.append(chunk)
+                return
+            self._open = False
+        self._loop.call_soon_threadsafe(self._end)
+
+    def _end(self) -> None:
+        self._loop.remove_reader(self._fd)
+        self._feed()
+        self._on_eof()
+
+    def _on_readable(self) -> None:
+        self._take()
+        self._feed()
+
+    def _feed(self) -> None:
+        with self._lock:
+            chunks, self._pending = self._pending, []
+        for chunk in chunks:
+            self._reader.feed(chunk)
+
+    def wait_writable(self, out_fd: int) -> None:
+        """Until `out_fd` takes more bytes, take in what the client writes (handled afterwards)."""
+        while True:
+            watched = [self._fd] if self._open else []
+            readable, writable, _ = select.select(watched, [out_fd], [])
+            if writable:
+                return
+            if readable:
+                self._take()
+                self._loop.call_soon_threadsafe(self._feed)
 
 
 def _own_pipe_or_socket(fd: int) -> bool:
@@ -492,21 +543,34 @@ class FdWriter:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._lock = threading.Lock()  # one frame at a time, whole
+        self._when_full: Callable[[], None] | None = None
         widen_output(fd)
+
+    def follow(self, loop_input: LoopInput) -> None:
+        """Write without blocking the loop's reading of stdin: while the client has not read
+        enough of an answer, its requests are still taken in (`LoopInput.wait_writable`). Only on a
+        pipe or socket: a terminal's flag would outlive the daemon, a file is never full."""
+        try:
+            mode = os.fstat(self._fd).st_mode
+        except OSError:
+            return
+        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # (not stdin's: start_stdin_reader checked)
+            os.set_blocking(self._fd, False)
+            self._when_full = lambda: loop_input.wait_writable(self._fd)
 
     def close(self) -> None:
         os.close(self._fd)
 
     def write(self, data: bytes) -> None:
         with self._lock:
-            write_all(self._fd, data)
+            write_all(self._fd, data, self._when_full)
 
     def write_parts(self, parts: Sequence[bytes]) -> None:
         """One frame given in parts (header, a large answer's bytes, ...), written without
         joining them first."""
         with self._lock:
-            write_all_parts(self._fd, parts)
+            write_all_parts(self._fd, parts, self._when_full)
 
 
-__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "make_converter", "start_stdin_reader", "start_stdin_thread",
-           "widen_output"]
+__all__ = ["CompactdProtocol", "FdWriter", "FrameReader", "LoopInput", "make_converter", "start_stdin_reader",
+           "start_stdin_thread", "widen_output"]

@@ -34,7 +34,7 @@ from .answers import EncodedAnswer, encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
 from .progress import ProgressReporter, acquire_token
-from .protocol import CompactdProtocol, FdWriter, FrameReader, make_converter, start_stdin_reader
+from .protocol import CompactdProtocol, FdWriter, FrameReader, LoopInput, make_converter, start_stdin_reader
 from .schema import InitOptions
 from .watch import poll_interval, watch_files
 from .watchdog import watch_process
@@ -304,7 +304,7 @@ class CompactdServer(LanguageServer):
         if self._stop is not None:
             self._stop.set()
 
-    def serve_stdio(self, stdin_fd_reader: Callable[..., None] = start_stdin_reader,
+    def serve_stdio(self, stdin_fd_reader: Callable[..., Any] = start_stdin_reader,
                     stdout: BinaryIO | None = None, client_pid: int | None = None) -> int:
         """Serve until `exit`, end of stdin, or (with `client_pid`) the client process is gone."""
         out = stdout or sys.stdout.buffer
@@ -327,7 +327,7 @@ class CompactdServer(LanguageServer):
             return 1
         return self.exit_code
 
-    async def _serve(self, reader_starter: Callable[..., None], client_pid: int | None = None) -> None:
+    async def _serve(self, reader_starter: Callable[..., Any], client_pid: int | None = None) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
 
@@ -338,7 +338,9 @@ class CompactdServer(LanguageServer):
                 self._stop.set()  # type: ignore[union-attr]
 
         reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
-        reader_starter(loop, reader, on_eof)
+        loop_input = reader_starter(loop, reader, on_eof)
+        if isinstance(loop_input, LoopInput) and isinstance(self.protocol.writer, FdWriter):
+            self.protocol.writer.follow(loop_input)
         interval = poll_interval()
         if interval > 0:
             self.spawn(watch_files(self, interval), "watch-files")

@@ -16,7 +16,7 @@ import os
 import shutil
 import stat as stat_module
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
@@ -233,19 +233,26 @@ def _raw_file(prelude: bytes, header: Entry | None, parsed: list[tuple[int, Entr
     return RawFile(prelude, header, parsed, warnings, state)
 
 
-def write_all(fd: int, data: bytes) -> None:
+def write_all(fd: int, data: bytes, when_full: Callable[[], None] | None = None) -> None:
     """Every byte of `data`, however many writes it takes (a pipe takes part of a large write
-    when a stop signal interrupts it; the buffered file objects lose the rest)."""
-    write_all_parts(fd, (data,))
+    when a stop signal interrupts it; the buffered file objects lose the rest). On a non-blocking
+    `fd`, `when_full()` is called whenever it takes nothing more, to wait until it does."""
+    write_all_parts(fd, (data,), when_full)
 
 
-def write_all_parts(fd: int, parts: Sequence[bytes]) -> None:
+def write_all_parts(fd: int, parts: Sequence[bytes], when_full: Callable[[], None] | None = None) -> None:
     """`write_all` of the parts joined, without joining them first (`writev`, at most IOV_MAX
     parts a call)."""
     views = [memoryview(part) for part in parts if part]
     start, count = 0, len(views)
     while start < count:
-        written = os.writev(fd, views[start:start + _IOV_MAX])
+        try:
+            written = os.writev(fd, views[start:start + _IOV_MAX])
+        except BlockingIOError:
+            if when_full is None:
+                raise
+            when_full()
+            continue
         while start < count and written >= len(views[start]):
             written -= len(views[start])
             start += 1
