@@ -458,20 +458,27 @@ class LoopInput:
                 self._loop.call_soon_threadsafe(self._feed)
 
 
-def _own_pipe_or_socket(fd: int) -> bool:
+def _pipe_or_socket(fd: int) -> bool:
+    """`fd` is a pipe or a socket on a POSIX system (what can be read or written non-blocking)."""
     if os.name != "posix":
         return False
     try:
         mode = os.fstat(fd).st_mode
-        if not (stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)):
-            return False
-        try:  # (the protocol's stdout: sys.stdout itself is stderr while serving)
-            out = sys.__stdout__.fileno() if sys.__stdout__ is not None else -1
-            return not os.path.samestat(os.fstat(fd), os.fstat(out))
-        except (AttributeError, OSError, ValueError):  # no stdout descriptor: nothing shares it
-            return True
     except OSError:
         return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode)
+
+
+def _own_pipe_or_socket(fd: int) -> bool:
+    """A pipe or socket that is not also the protocol's stdout (sys.stdout is stderr while
+    serving)."""
+    if not _pipe_or_socket(fd):
+        return False
+    try:
+        out = sys.__stdout__.fileno() if sys.__stdout__ is not None else -1
+        return not os.path.samestat(os.fstat(fd), os.fstat(out))
+    except (AttributeError, OSError, ValueError):  # no stdout descriptor: nothing shares it
+        return True
 
 
 def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
@@ -550,11 +557,7 @@ class FdWriter:
         """Write without blocking the loop's reading of stdin: while the client has not read
         enough of an answer, its requests are still taken in (`LoopInput.wait_writable`). Only on a
         pipe or socket: a terminal's flag would outlive the daemon, a file is never full."""
-        try:
-            mode = os.fstat(self._fd).st_mode
-        except OSError:
-            return
-        if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode):  # (not stdin's: start_stdin_reader checked)
+        if _pipe_or_socket(self._fd):  # (not stdin's: start_stdin_reader checked)
             os.set_blocking(self._fd, False)
             self._when_full = lambda: loop_input.wait_writable(self._fd)
 
