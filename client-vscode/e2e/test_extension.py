@@ -4,9 +4,10 @@ One editor session runs the scenarios in order, each building on the previous on
 open the real Pi fixture with the interpreter set in User settings (issue 11 §4 a); cancel a
 compaction against a slow local model three ways while the file is still the untouched v1 fixture
 (c); compact with the embedded summarizer (b); navigate with a summary to an earlier user message
-(d); token statistics as a rendered document; a broken interpreter gives one actionable
-notification (§2); the extension host log holds no uncaught error (e). Every step asserts on what the
-page shows and on the session file's bytes; screenshots go to the output folder for people.
+(d); token statistics as a rendered document; a daemon that dies comes back quietly; a changed
+interpreter wins over a restart under way; a broken interpreter gives one actionable notification
+(§2); the extension host log holds no uncaught error (e). Every step asserts on what the page
+shows and on the session file's bytes; screenshots go to the output folder for people.
 """
 
 from __future__ import annotations
@@ -227,12 +228,45 @@ def test_6_daemon_that_dies_is_restarted_quietly(vscode: Workbench, editor: Edit
     vscode.screenshot("restarted-after-crash")
 
 
-def test_7_broken_interpreter_gives_one_actionable_notification(vscode: Workbench, editor: Editor,
-                                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
-    # A Python without compactd installed, as a person might pick by mistake.
+def empty_venv_python(tmp_path_factory: pytest.TempPathFactory) -> str:
+    """A Python without compactd installed, as a person might pick by mistake."""
     venv = tmp_path_factory.mktemp("empty-venv")
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
+    return str(venv / "bin" / "python")
+
+
+def test_7_interpreter_changed_while_the_daemon_restarts_takes_effect(vscode: Workbench, editor: Editor,
+                                                                      tmp_path_factory: pytest.TempPathFactory) -> None:
+    # An interpreter that takes 8 s to start, so the restart after a crash is still under way
+    # when the setting changes (editing settings.json takes a second or two).
+    slow = tmp_path_factory.mktemp("slow-python") / "python"
+    slow.write_text(f"#!/bin/sh\nsleep 8\nexec '{editor.python}' \"$@\"\n")
+    slow.chmod(0o755)
+    seen = editor.log_count("options applied")
+    vscode.edit_user_settings(editor.settings({"compactd.interpreter": str(slow)}), editor.settings_file)
+    editor.wait_applied(seen, timeout=60)  # restarted through the slow interpreter, initializing
+    # The restart emptied the panel; the session shown again means the client is up, not starting.
+    vscode.wait_for_row(r"● leaf", timeout=30)
+    vscode.wait_for_status(STATUS)
+    pids = editor.daemon_pids()
+    assert len(pids) == 1, pids
+    os.kill(pids[0], signal.SIGKILL)  # the client restarts it, through the 8 s interpreter
+    broken = empty_venv_python(tmp_path_factory)
+    vscode.edit_user_settings(editor.settings({"compactd.interpreter": broken}), editor.settings_file)
+    # The new setting wins over the restart that was under way: the broken interpreter is tried.
+    message = vscode.wait_for_notification(r"compactd could not start", timeout=40)
+    assert f"`{broken} -m compactd` failed: No module named compactd." in message
+    vscode.screenshot("changed-while-restarting")
+    vscode.edit_user_settings(editor.settings({"compactd.interpreter": editor.python}), editor.settings_file)
+    vscode.wait_for_row(r"● leaf", timeout=30)
+    vscode.wait_for_status(STATUS)
+    assert len(editor.daemon_pids()) == 1, editor.daemon_pids()  # no daemon left behind by the restarts
+    vscode.clear_notifications()
+
+
+def test_8_broken_interpreter_gives_one_actionable_notification(vscode: Workbench, editor: Editor,
+                                                                  tmp_path_factory: pytest.TempPathFactory) -> None:
+    python = empty_venv_python(tmp_path_factory)
     vscode.edit_user_settings(editor.settings({"compactd.interpreter": python}), editor.settings_file)
     message = vscode.wait_for_notification(r"compactd could not start", timeout=30)
     assert f"`{python} -m compactd` failed: No module named compactd." in message
@@ -259,7 +293,7 @@ def test_7_broken_interpreter_gives_one_actionable_notification(vscode: Workbenc
     vscode.wait_for_status(STATUS)
 
 
-def test_8_extension_host_log_has_no_uncaught_error(editor: Editor) -> None:
+def test_9_extension_host_log_has_no_uncaught_error(editor: Editor) -> None:
     logs = editor.extension_host_logs()
     assert logs, "no extension host log was written"
     bad = []

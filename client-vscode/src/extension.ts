@@ -84,8 +84,9 @@ export function activate(context: vscode.ExtensionContext): CompactdApi {
       const affects = (keys: readonly string[]): boolean => keys.some((k) => e.affectsConfiguration(`compactd.${k}`));
       try {
         if (affects(RESTART_KEYS)) {
-          // Also after a failed start: the user just changed what was wrong.
-          if (server.running || server.status.state === 'failed') await server.restart();
+          // Also after a failed start (the user just changed what was wrong) and while the daemon
+          // is starting or restarting after a crash (that start still has the old settings).
+          if (server.inUse) await server.restart();
         } else if (affects(LIVE_KEYS)) {
           server.warnAboutSecrets();
           await server.pushConfiguration();

@@ -65,6 +65,8 @@ export class ServerManager implements vscode.Disposable {
   private readonly stopEmitter = new vscode.EventEmitter<void>();
   private readonly statusEmitter = new vscode.EventEmitter<ServerStatus>();
   private starting: Promise<CompactdClient> | undefined;
+  // Restarts run one after another: each waits for the start before it to settle.
+  private restarting: Promise<unknown> = Promise.resolve();
   private _status: ServerStatus = { state: 'idle' };
 
   /** Fired each time a daemon process is up (also after an automatic restart), with the typed client. */
@@ -85,17 +87,40 @@ export class ServerManager implements vscode.Disposable {
     return this._status;
   }
 
+  /** True once the daemon was asked for and not stopped since: running, starting (the first
+   * start, or again after a crash) or failed. A change of its launch settings restarts it then. */
+  get inUse(): boolean {
+    return this.client !== undefined || this.starting !== undefined || this._status.state === 'failed';
+  }
+
   /** The client, starting the daemon on first use. */
   async ensureStarted(): Promise<CompactdClient> {
     const running = this.running;
     if (running) return running;
+    const client = this.client;
+    if (client !== undefined && this.starting === undefined) {
+      // The language client is bringing a crashed daemon back: wait for it rather than start a second one.
+      await settledStart(client);
+      const back = this.running;
+      if (back) return back;
+    }
     this.starting ??= this.start().finally(() => (this.starting = undefined));
     return this.starting;
   }
 
-  async restart(): Promise<CompactdClient> {
-    await this.stop();
-    return this.ensureStarted();
+  /** Stop the daemon and start it with the current settings. A start under way (made with the
+   * settings before the change) is let finish first: stopping a client that is still starting
+   * is refused by the language client and would leave its process to come up with old settings. */
+  restart(): Promise<CompactdClient> {
+    const next = this.restarting.then(async () => {
+      await this.starting?.catch(() => undefined);
+      const client = this.client;
+      if (client !== undefined) await settledStart(client);
+      await this.stop();
+      return this.ensureStarted();
+    });
+    this.restarting = next.catch(() => undefined);
+    return next;
   }
 
   async stop(): Promise<void> {
@@ -188,6 +213,8 @@ export class ServerManager implements vscode.Disposable {
         everRunning = true;
         this.setStatus({ state: 'running' });
         this.startEmitter.fire(api);
+      } else if (e.newState === State.Starting) {
+        this.setStatus({ state: 'starting' }); // also when the client restarts a crashed daemon
       } else if (e.newState === State.Stopped) {
         this.stopEmitter.fire();
       }
@@ -247,6 +274,23 @@ export class ServerManager implements vscode.Disposable {
     this.stopEmitter.dispose();
     this.statusEmitter.dispose();
   }
+}
+
+/** Resolves once `client` is not starting any more (running, or stopped after a failed start),
+ * at once if it is not starting; after `timeoutMs` in any case (stop() then kills the process). */
+function settledStart(client: LanguageClient, timeoutMs = 15000): Promise<void> {
+  if (client.state !== State.Starting) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = (): void => {
+      clearTimeout(timer);
+      sub.dispose();
+      resolve();
+    };
+    const timer = setTimeout(done, timeoutMs);
+    const sub = client.onDidChangeState((e) => {
+      if (e.newState !== State.Starting) done();
+    });
+  });
 }
 
 /** LanguageClient already has every method RpcEndpoint needs; this only narrows the type. */

@@ -470,3 +470,32 @@ describe('real daemon: hooks and live settings', { timeout: 180_000 }, () => {
     }
   });
 });
+
+describe('real daemon: the panel keeps its session through daemons that die', { timeout: 120_000 }, () => {
+  it('opens the file again on the next daemon after one died while reopening it', async () => {
+    const file = writeLinearSession(tempDir(), 6);
+    const [first, second, third] = await Promise.all([startDaemon(), startDaemon(), startDaemon()]);
+    const view = new SessionView();
+    try {
+      await view.attach(first.client);
+      await view.open(file);
+      view.detach(); // the first daemon is gone; the editor starts another
+      // ...which dies while the session is being opened on it (its connection then goes, as
+      // the language client disposes a closed one, failing the open).
+      const exited = new Promise((resolve) => second.proc.once('exit', resolve));
+      const reopening = view.attach(second.client);
+      second.proc.kill('SIGKILL');
+      await exited;
+      second.connection.dispose();
+      await assert.rejects(reopening);
+      view.detach();
+      await view.attach(third.client);
+      assert.equal(view.path, file);
+      assert.equal(view.snapshot?.path, file);
+      assert.equal(view.snapshot?.info.entryCount, 6);
+    } finally {
+      view.dispose();
+      await Promise.all([first.stop(), second.stop(), third.stop()]);
+    }
+  });
+});

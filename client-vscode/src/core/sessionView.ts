@@ -25,6 +25,9 @@ export class SessionView {
   private client: CompactdClient | undefined;
   private subscriptions: Disposable[] = [];
   private current: { path: string; info: OpenResult } | undefined;
+  // The file to open again on the next connection, kept until it is open: a connection lost
+  // while reopening (a daemon dying twice) must not make the panel forget it.
+  private reopenPath: string | undefined;
   private _snapshot: SessionSnapshot | undefined;
   private inflight: Promise<void> | undefined;
   private again = false;
@@ -45,7 +48,7 @@ export class SessionView {
   }
 
   get path(): string | undefined {
-    return this.current?.path;
+    return this.current?.path ?? this.reopenPath;
   }
 
   /** Use a (new) daemon connection. Session ids do not survive a restart, so the open file is
@@ -57,9 +60,10 @@ export class SessionView {
       client.onDidChange((p) => this.onServerChange(p.sessionId, p)),
       client.onCompactionEnd((p) => this.onServerChange(p.sessionId)),
     ];
-    const path = this.current?.path;
+    const path = this.current?.path ?? this.reopenPath;
     if (path !== undefined) {
       this.current = undefined;
+      this.reopenPath = path;
       await this.open(path);
     }
   }
@@ -85,6 +89,7 @@ export class SessionView {
       client.close(previous.info.sessionId).catch(() => undefined);
     }
     this.current = { path, info };
+    this.reopenPath = undefined;
     await this.refresh();
     return this._snapshot!;
   }
@@ -92,6 +97,7 @@ export class SessionView {
   async close(): Promise<void> {
     const previous = this.current;
     this.current = undefined;
+    this.reopenPath = undefined;
     this._snapshot = undefined;
     this.updateEmitter.fire(undefined);
     if (previous !== undefined && this.client !== undefined) {
