@@ -31,7 +31,9 @@ COMPILED_MODULES = (
     "compactd.compaction.tokens",
     "compactd.session.context",
     "compactd.session.file",
+    "compactd.session.gc_pause",
     "compactd.session.migrate",
+    "compactd.session.steps",
     "compactd.session.views",
 )
 # mypyc's name for the group; its shared library is the last part + "__mypyc" (compactd/native__mypyc…).

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gc
 
-from compactd.session.store import PAUSE_FROM_ENTRIES, gc_paused
+from compactd.session.gc_pause import PAUSE_FROM_ENTRIES, gc_paused
 
 
 def test_the_collector_pauses_for_large_work_and_comes_back() -> None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from compactd.session import steps
+from compactd.session import handover
 from compactd.session.context import context_from_path, context_at, recent_path
 from compactd.session.steps import CHUNK, step_budget
 
@@ -26,13 +26,13 @@ def _chain(n: int) -> dict[str, dict[str, Any]]:
 
 def test_long_walks_pass_through_the_interpreter_every_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[int] = []
-    real = steps._next_chunk
+    real = handover.next_chunk
 
     def counted(size: int) -> Any:
         calls.append(size)
         return real(size)
 
-    monkeypatch.setattr(steps, "_next_chunk", counted)
+    monkeypatch.setattr(handover, "next_chunk", counted)
     n = 5 * CHUNK
     by_id = _chain(n)
     leaf = f"e{n - 1}"

@@ -28,6 +28,13 @@ class FileOperations:
     written: dict[str, None] = field(default_factory=dict)
     edited: dict[str, None] = field(default_factory=dict)
 
+    # Written out, so mypyc compiles it (see SessionContext.__init__). Same parameters.
+    def __init__(self, read: dict[str, None] | None = None, written: dict[str, None] | None = None,
+                 edited: dict[str, None] | None = None) -> None:
+        self.read = {} if read is None else read
+        self.written = {} if written is None else written
+        self.edited = {} if edited is None else edited
+
     def copy(self) -> FileOperations:
         return FileOperations(dict(self.read), dict(self.written), dict(self.edited))
 

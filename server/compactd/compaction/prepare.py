@@ -23,7 +23,7 @@ from compactd.session.context import (
     replay_system_messages,
     unedited_context_entries,
 )
-from compactd.session.store import gc_paused
+from compactd.session.gc_pause import gc_paused
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
@@ -130,6 +130,32 @@ class CompactionPreparation:
     cut: CutPointResult = field(repr=False)
     # Serialized text per entry, kept across requests by the caller (None: serialize afresh).
     text_cache: SerializedTextCache | None = field(default=None, repr=False, compare=False)
+
+    # Written out (keywords only), so mypyc compiles it: the one @dataclass generates runs
+    # interpreted, ~1 us per dry run (a tenth of a small session's).
+    def __init__(
+        self, *, first_kept_entry_id: str, first_kept_entry_index: int, boundary_start: int, is_split_turn: bool,
+        turn_start_index: int, turn_start_entry_id: str | None, tokens_before: int | float,
+        summarized: list[SourcedPair], turn_prefix: list[SourcedPair], kept: list[SourcedPair],
+        estimated_tokens_after: int, previous_summary: str | None, file_ops: FileOperations,
+        settings: CompactionSettings, cut: CutPointResult, text_cache: SerializedTextCache | None = None,
+    ) -> None:
+        self.first_kept_entry_id = first_kept_entry_id
+        self.first_kept_entry_index = first_kept_entry_index
+        self.boundary_start = boundary_start
+        self.is_split_turn = is_split_turn
+        self.turn_start_index = turn_start_index
+        self.turn_start_entry_id = turn_start_entry_id
+        self.tokens_before = tokens_before
+        self.summarized = summarized
+        self.turn_prefix = turn_prefix
+        self.kept = kept
+        self.estimated_tokens_after = estimated_tokens_after
+        self.previous_summary = previous_summary
+        self.file_ops = file_ops
+        self.settings = settings
+        self.cut = cut
+        self.text_cache = text_cache
 
     def __bool__(self) -> bool:
         return True
@@ -334,7 +360,7 @@ def prepare_compaction(
     # entries directly. The same result as on `project_path` (tests/compaction/test_prepare_fast_path.py).
     # Tens of thousands of small containers on a long path, none cyclic: without the pause, the
     # collector promotes them while they live and then walks the whole session (every few calls).
-    with gc_paused():
+    with gc_paused(len(path)):
         listed = unedited_context_entries(path)
         return _prepare(path, listed if listed is not None else project_path(path), settings,
                         newest_cut_fallback, text_cache)

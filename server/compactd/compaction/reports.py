@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from typing import Any, Protocol
 
 from compactd.session.context import project_entry, recent_path
-from compactd.session.store import EntryNotFoundError, gc_paused
+from compactd.session.gc_pause import gc_paused
+from compactd.session.store import EntryNotFoundError
 from compactd.session.tree import path_to
 
 from .branch import (

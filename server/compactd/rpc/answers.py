@@ -21,7 +21,7 @@ from typing import Any
 import orjson
 
 from compactd.compaction.serialize import EncodedJsonString
-from compactd.session.store import gc_paused
+from compactd.session.gc_pause import gc_paused
 
 __all__ = ["EncodedAnswer", "encode_answer", "encoded_quietly"]
 

@@ -22,7 +22,7 @@ import gc
 from collections.abc import Callable
 from typing import TypeVar
 
-from compactd.session.store import gc_paused
+from compactd.session.gc_pause import gc_paused
 
 T = TypeVar("T")
 

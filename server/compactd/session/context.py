@@ -33,6 +33,16 @@ class SessionContext:
     model: dict[str, str] | None = None
     leaf_id: str | None = None
 
+    # Written out: mypyc compiles this one, while the one @dataclass generates runs interpreted
+    # (~0.5 us per context, an eighth of a small session's context request). Same parameters.
+    def __init__(self, messages: list[Message] | None = None, entry_ids: list[str] | None = None,
+                 thinking_level: str = "off", model: dict[str, str] | None = None, leaf_id: str | None = None) -> None:
+        self.messages = [] if messages is None else messages
+        self.entry_ids = [] if entry_ids is None else entry_ids
+        self.thinking_level = thinking_level
+        self.model = model
+        self.leaf_id = leaf_id
+
 
 def repaired_message(message: Message) -> Message:
     """F-14: a null/missing `content` reads as [] (developer: "")."""

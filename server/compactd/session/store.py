@@ -30,6 +30,7 @@ from .errors import (
     SessionError,
 )
 from .file import MAX_LINE_BYTES, RawFile, SessionFile, Tail
+from .gc_pause import gc_paused
 from .migrate import build_entries, check_parent
 from .lines import CURRENT_SESSION_VERSION, drop_none, encode_line
 from .tree import (
@@ -653,49 +654,6 @@ class Session(TreeQueries):
             assert new.file is not None
             new.file.create(_encode([new.header, *new.entries]))
         return new
-
-
-# Work over at most this many entries allocates too little for the collector's passes to cost
-# more than pausing it (about a microsecond, a quarter of a small session's context report).
-PAUSE_FROM_ENTRIES = 256
-
-
-def gc_paused(entries: int | None = None) -> _GcPause | _NoPause:
-    """Suspend the cyclic garbage collector while building many containers that cannot form
-    cycles (parsed JSON): otherwise its full passes re-scan the growing heap again and again,
-    which costs more than the parsing itself on large files. Reference counting still frees.
-    With `entries`, the size of the session the work walks, small work (up to
-    PAUSE_FROM_ENTRIES) is not paused. (Classes, not a generator context manager: every context
-    and preparation request pauses, and on a small session the generator's set-up was a
-    measurable share of the request.)"""
-    if entries is not None and entries <= PAUSE_FROM_ENTRIES:
-        return _NO_PAUSE
-    return _GcPause()
-
-
-class _GcPause:
-    __slots__ = ("_was_enabled",)
-
-    def __enter__(self) -> None:
-        self._was_enabled = gc.isenabled()
-        gc.disable()
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self._was_enabled:
-            gc.enable()
-
-
-class _NoPause:
-    __slots__ = ()
-
-    def __enter__(self) -> None:
-        pass
-
-    def __exit__(self, *exc_info: object) -> None:
-        pass
-
-
-_NO_PAUSE = _NoPause()
 
 
 # From this size on, a read leaves enough young containers for the collector's passes to matter.

@@ -20,7 +20,7 @@ from bisect import bisect_right
 from collections.abc import Mapping
 from typing import Any
 
-from .store import gc_paused
+from .gc_pause import gc_paused
 
 Entry = dict[str, Any]
 

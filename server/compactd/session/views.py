@@ -9,8 +9,9 @@ from __future__ import annotations
 from typing import Any
 
 from .context import build_session_context
+from .gc_pause import gc_paused
 from .steps import step_budget
-from .store import Session, SessionView, gc_paused
+from .store import Session, SessionView
 
 Entry = dict[str, Any]
 
