@@ -60,7 +60,7 @@ export class SessionView {
       client.onDidChange((p) => this.onServerChange(p.sessionId, p)),
       client.onCompactionEnd((p) => this.onServerChange(p.sessionId)),
     ];
-    const path = this.current?.path ?? this.reopenPath;
+    const path = this.path;
     if (path !== undefined) {
       this.current = undefined;
       this.reopenPath = path;

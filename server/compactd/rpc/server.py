@@ -304,7 +304,7 @@ class CompactdServer(LanguageServer):
         if self._stop is not None:
             self._stop.set()
 
-    def serve_stdio(self, stdin_fd_reader: Callable[..., Any] = start_stdin_reader,
+    def serve_stdio(self, stdin_fd_reader: Callable[..., LoopInput | None] = start_stdin_reader,
                     stdout: BinaryIO | None = None, client_pid: int | None = None) -> int:
         """Serve until `exit`, end of stdin, or (with `client_pid`) the client process is gone."""
         out = stdout or sys.stdout.buffer
@@ -327,7 +327,7 @@ class CompactdServer(LanguageServer):
             return 1
         return self.exit_code
 
-    async def _serve(self, reader_starter: Callable[..., Any], client_pid: int | None = None) -> None:
+    async def _serve(self, reader_starter: Callable[..., LoopInput | None], client_pid: int | None = None) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
 
@@ -339,7 +339,7 @@ class CompactdServer(LanguageServer):
 
         reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
         loop_input = reader_starter(loop, reader, on_eof)
-        if isinstance(loop_input, LoopInput) and isinstance(self.protocol.writer, FdWriter):
+        if loop_input is not None and isinstance(self.protocol.writer, FdWriter):
             self.protocol.writer.follow(loop_input)
         interval = poll_interval()
         if interval > 0:
