@@ -5,6 +5,7 @@ import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
+import type { Socket } from 'node:net';
 import * as path from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { CancellationTokenSource } from 'vscode-jsonrpc';
@@ -480,14 +481,19 @@ describe('real daemon: the panel keeps its session through daemons that die', { 
       await view.attach(first.client);
       await view.open(file);
       view.detach(); // the first daemon is gone; the editor starts another
-      // ...which dies while the session is being opened on it (its connection then goes, as
-      // the language client disposes a closed one, failing the open).
-      const exited = new Promise((resolve) => second.proc.once('exit', resolve));
+      // ...which dies while the session is being opened on it: stopped, it takes the open request
+      // without answering; then its connection goes, as the language client disposes a closed
+      // one, which fails the open.
+      const stdin = second.proc.stdin as Socket;
+      const written = stdin.bytesWritten;
+      second.proc.kill('SIGSTOP');
       const reopening = view.attach(second.client);
-      second.proc.kill('SIGKILL');
-      await exited;
+      while (stdin.bytesWritten === written) await new Promise((resolve) => setTimeout(resolve, 10));
       second.connection.dispose();
       await assert.rejects(reopening);
+      const exited = new Promise((resolve) => second.proc.once('exit', resolve));
+      second.proc.kill('SIGKILL');
+      await exited;
       view.detach();
       await view.attach(third.client);
       assert.equal(view.path, file);
