@@ -35,12 +35,14 @@ READ_BYTES = 1 << 20
 
 
 class Daemon:
-    def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None) -> None:
+    def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None,
+                 command: list[str] | None = None) -> None:
+        """`command`: another server speaking the same framing (bench/stdio_floor.py)."""
         gc.collect()
         gc.freeze()
         full_env = {k: v for k, v in os.environ.items() if not k.startswith("OPENAI_")}
         full_env.update(env or {})
-        self.proc = subprocess.Popen([sys.executable, "-m", "compactd", "serve"], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen(command or [sys.executable, "-m", "compactd", "serve"], stdin=subprocess.PIPE,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=full_env,
                                      cwd=cwd or REPO_ROOT)
         assert self.proc.stdin is not None and self.proc.stdout is not None
@@ -51,6 +53,7 @@ class Daemon:
         self._pending: set[int] = set()
         self._responses: dict[Any, dict[str, Any]] = {}
         self.notifications: list[tuple[float, dict[str, Any]]] = []
+        self.keep_bodies = False  # responses then carry their bytes as `_body` (`call_body`)
 
     def _read(self, timeout: float | None) -> bool:
         """Take in what the daemon sent, waiting up to `timeout` seconds (None: until something
@@ -72,7 +75,11 @@ class Daemon:
             start = blank + 4
             if len(buffer) < start + length:
                 return
-            message = orjson.loads(memoryview(buffer)[start:start + length])
+            body = memoryview(buffer)[start:start + length]
+            message = orjson.loads(body)
+            if self.keep_bodies and "method" not in message:
+                message["_body"] = bytes(body)
+            body.release()
             del buffer[:start + length]
             now = time.perf_counter()
             if "method" in message and "id" in message:
@@ -116,6 +123,17 @@ class Daemon:
         if "error" in response:
             raise RuntimeError(f"{method}: {response['error']}")
         return response.get("result")
+
+    def call_body(self, method: str, params: Any = None, timeout: float = 60) -> bytes:
+        """The response's bytes as the daemon sent them (what bench/stdio_floor.py replays)."""
+        self.keep_bodies = True
+        try:
+            response = self.wait(self.start(method, params), timeout)
+        finally:
+            self.keep_bodies = False
+        if "error" in response:
+            raise RuntimeError(f"{method}: {response['error']}")
+        return bytes(response["_body"])
 
     def notify(self, method: str, params: Any = None) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -45,8 +45,9 @@ def side_by_side(rows: list[dict[str, Any]]) -> str:
     if not table:
         return ""
     lines = [
-        "| file | step | compactd ÷ Pi | daemon ÷ Pi | Pi | compactd | compactd via daemon |",
-        "|---|---|---|---|---|---|---|",
+        "| file | step | compactd ÷ Pi | daemon ÷ Pi | stdio floor ÷ Pi | Pi | compactd | compactd via daemon "
+        "| stdio floor |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for file, steps in table.items():
         first = True
@@ -60,15 +61,16 @@ def side_by_side(rows: list[dict[str, Any]]) -> str:
             pi = (impls.get("pi") or base.get("pi", {})).get("median")
             ours = base.get("compactd", {}).get("median") if step not in _BASELINE else None
             daemon = impls.get("daemon", {}).get("median")
+            floor = impls.get("floor", {}).get("median")
             lines.append(f"| {name if first else ''} | {step} | {_ratio(ours, pi)} | {_ratio(daemon, pi)} | "
-                         f"{_ms(pi)} | {_ms(ours)} | {_ms(daemon)} |")
+                         f"{_ratio(floor, pi)} | {_ms(pi)} | {_ms(ours)} | {_ms(daemon)} | {_ms(floor)} |")
             first = False
         rss_pi = steps.get("open", {}).get("pi", {}).get("derived", {}).get("Δrss/size")
         rss_ours = steps.get("rss", {}).get("compactd", {}).get("derived", {}).get("Δrss/size")
         if (rss_pi is not None or rss_ours is not None) and (size or 0) >= 1_000_000:  # tiny files: noise
             ratio = f"**{rss_ours / rss_pi:.2f}**" if rss_pi and rss_ours is not None else "–"
-            lines.append(f"| | peak RSS after open ÷ file size | {ratio} | | "
-                         f"{rss_pi if rss_pi is not None else '–'}× | {rss_ours if rss_ours is not None else '–'}× | |")
+            lines.append(f"| | peak RSS after open ÷ file size | {ratio} | | | "
+                         f"{rss_pi if rss_pi is not None else '–'}× | {rss_ours if rss_ours is not None else '–'}× | | |")
     if not any("pi" in impls for steps in table.values() for impls in steps.values()):
         lines.append("\nPi was not measured (run `python -m bench --peer pi`; needs node ≥ 20 and the npm registry).")
     return "\n".join(lines)

@@ -28,6 +28,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import orjson
+
 from compactd.session import Session
 
 from bench import Case, Context, scenario
@@ -125,11 +127,13 @@ def _until(fn: Callable[[], object], repeats: int) -> list[float]:
 
 
 def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
-    """session/open (then close), session/context, session/prepareCompaction through a real daemon."""
+    """session/open (then close), session/context, session/prepareCompaction through a real daemon;
+    then, under "floor <step>", the same answers given by bench/stdio_floor.py (no work at all)."""
     out: dict[str, list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="compactd-bench-") as tmp:
         agent = Path(tmp) / "agent"
         agent.mkdir()
+        bodies: dict[str, list[bytes]] = {}
         with Daemon(env={"PI_CODING_AGENT_DIR": str(agent)}, cwd=Path(tmp)) as daemon:
             # Automatic compaction off: opening a full session must not write to it.
             daemon.initialize({"settings": {"compaction": {"enabled": False}}})
@@ -140,6 +144,9 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
                 daemon.call("session/close", {"sessionId": sid})
 
             out["open"] = _until(open_close, repeats)
+            opened = daemon.call_body("session/open", {"path": str(path)}, timeout=600)
+            sid = orjson.loads(opened)["result"]["sessionId"]
+            bodies["open"] = [opened, daemon.call_body("session/close", {"sessionId": sid})]
             sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
             out["context"] = _until(lambda: daemon.call("session/context", {"sessionId": sid}), repeats)
             out["prepare"] = _until(lambda: daemon.call("session/prepareCompaction", {"sessionId": sid}), repeats)
@@ -149,8 +156,40 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
             entry = daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})["entry"] if leaf else {}
             parent = entry.get("parentId")
             other = {"leafId": parent} if parent else {"keepRecentTokens": 20001}  # (a lone entry: other parameters)
-            asks = itertools.cycle([{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}])
+            two_asks = [{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}]
+            asks = itertools.cycle(two_asks)
             out["prepare at a new leaf"] = _until(lambda: daemon.call("session/prepareCompaction", next(asks)), repeats)
+            bodies["context"] = [daemon.call_body("session/context", {"sessionId": sid})]
+            bodies["prepare"] = [daemon.call_body("session/prepareCompaction", {"sessionId": sid})]
+            bodies["prepare at a new leaf"] = [daemon.call_body("session/prepareCompaction", ask) for ask in two_asks]
+        out.update(_floor_samples(Path(tmp), bodies, repeats))
+    return out
+
+
+def _floor_samples(tmp: Path, bodies: dict[str, list[bytes]], repeats: int) -> dict[str, list[float]]:
+    """Each step's requests answered with the daemon's own answers by bench/stdio_floor.py: the
+    part of the daemon's time any daemon speaking JSON over stdio to this client pays."""
+    files: list[str] = []
+    indexes: dict[str, list[int]] = {}
+    for step, answers in bodies.items():
+        indexes[step] = []
+        for answer in answers:
+            file = tmp / f"answer-{len(files)}.json"
+            file.write_bytes(answer)
+            indexes[step].append(len(files))
+            files.append(str(file))
+    out: dict[str, list[float]] = {}
+    with Daemon(command=[sys.executable, "-m", "bench.stdio_floor", *files], cwd=REPO_ROOT) as floor:
+        for step, numbers in indexes.items():
+            # open: the answers to open and close, in turn per sample, as the daemon's step asks them
+            per_sample = len(numbers) if step == "open" else 1
+            cycle = itertools.cycle(numbers)
+
+            def ask(cycle: Iterator[int] = cycle, count: int = per_sample) -> None:
+                for _ in range(count):
+                    floor.call("floor/answer", {"index": next(cycle)})
+
+            out[f"floor {step}"] = _until(ask, repeats)
     return out
 
 
@@ -233,3 +272,6 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
         for step in ("open", "context", "prepare", "prepare at a new leaf"):
             yield Case(f"daemon {step} {label}", lambda f=daemon, k=step: f(k), unit="ms", sampled=True,
                        extra=_tag(label, step, "daemon", **note))
+        for step in ("open", "context", "prepare", "prepare at a new leaf"):
+            yield Case(f"stdio floor {step} {label}", lambda f=daemon, k=step: f(f"floor {k}"), unit="ms",
+                       sampled=True, extra=_tag(label, step, "floor", **note))
