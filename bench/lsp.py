@@ -34,6 +34,18 @@ from bench.harness import REPO_ROOT
 READ_BYTES = 1 << 20
 
 
+def frame_span(buffer: bytearray) -> tuple[int, int] | None:
+    """Where the body of the first whole frame in `buffer` starts and ends; None until one has
+    arrived."""
+    blank = buffer.find(b"\r\n\r\n")
+    if blank < 0:
+        return None
+    length = next(int(line.split(b":", 1)[1]) for line in bytes(buffer[:blank]).split(b"\r\n")
+                  if line.lower().startswith(b"content-length"))
+    start = blank + 4
+    return (start, start + length) if len(buffer) >= start + length else None
+
+
 class Daemon:
     def __init__(self, env: dict[str, str] | None = None, cwd: Path | None = None,
                  command: list[str] | None = None) -> None:
@@ -69,18 +81,14 @@ class Daemon:
 
     def _take_frames(self) -> None:
         buffer = self._buffer
-        while (blank := buffer.find(b"\r\n\r\n")) >= 0:
-            length = next(int(line.split(b":", 1)[1]) for line in bytes(buffer[:blank]).split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
-            start = blank + 4
-            if len(buffer) < start + length:
-                return
-            body = memoryview(buffer)[start:start + length]
+        while (span := frame_span(buffer)) is not None:
+            start, end = span
+            body = memoryview(buffer)[start:end]
             message = orjson.loads(body)
             if self.keep_bodies and "method" not in message:
                 message["_body"] = bytes(body)
             body.release()
-            del buffer[:start + length]
+            del buffer[:end]
             now = time.perf_counter()
             if "method" in message and "id" in message:
                 self._send({"jsonrpc": "2.0", "id": message["id"], "result": None})

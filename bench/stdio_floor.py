@@ -19,6 +19,9 @@ from pathlib import Path
 import orjson
 
 from compactd.rpc.protocol import widen_output
+from compactd.session.file import write_all_parts
+
+from bench.lsp import frame_span
 
 READ_BYTES = 1 << 20
 
@@ -33,36 +36,21 @@ def frame(msg_id: object, result: bytes) -> list[bytes]:
     return [b"Content-Length: %d\r\n\r\n" % (len(head) + len(result) + 1) + head, result, b"}"]
 
 
-def write_all(fd: int, parts: list[bytes]) -> None:
-    views = [memoryview(part) for part in parts]
-    while views:
-        written = os.writev(fd, views)
-        while views and written >= len(views[0]):
-            written -= len(views.pop(0))
-        if written:
-            views[0] = views[0][written:]
-
-
 def serve(results: list[bytes], fd_in: int = 0, fd_out: int = 1) -> None:
     widen_output(fd_out)
     buffer = bytearray()
     while chunk := os.read(fd_in, READ_BYTES):
         buffer += chunk
-        while (blank := buffer.find(b"\r\n\r\n")) >= 0:
-            length = next(int(line.split(b":", 1)[1]) for line in bytes(buffer[:blank]).split(b"\r\n")
-                          if line.lower().startswith(b"content-length"))
-            start = blank + 4
-            if len(buffer) < start + length:
-                break
-            message = orjson.loads(memoryview(buffer)[start:start + length])
-            del buffer[:start + length]
+        while (span := frame_span(buffer)) is not None:
+            message = orjson.loads(memoryview(buffer)[span[0]:span[1]])
+            del buffer[:span[1]]
             method = message.get("method")
             if method == "exit":
                 return
             if "id" not in message:
                 continue
             result = results[message["params"]["index"]] if method == "floor/answer" else b"null"
-            write_all(fd_out, frame(message["id"], result))
+            write_all_parts(fd_out, frame(message["id"], result))
 
 
 def main(argv: list[str]) -> int:
