@@ -17,7 +17,6 @@ same bytes. Without `--peer pi` (or without node/npm/registry) only compactd is 
 
 from __future__ import annotations
 
-import itertools
 import json
 import shutil
 import statistics
@@ -150,15 +149,16 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
             sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
             out["context"] = _until(lambda: daemon.call("session/context", {"sessionId": sid}), repeats)
             out["prepare"] = _until(lambda: daemon.call("session/prepareCompaction", {"sessionId": sid}), repeats)
-            # The daemon keeps its latest dry-run answer: asked at the leaf and at its parent in
-            # turn, every answer is computed (what a panel gets after each append).
+            # The daemon keeps its latest dry-run answer: asked at the leaf and then at its parent,
+            # every answer is computed (what a panel gets after each append). A sample is the two
+            # dry runs, halved, as Pi's (measure.mjs): the leaf's may be empty, its parent's not.
             leaf = daemon.call("session/context", {"sessionId": sid})["leafId"]
             entry = daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})["entry"] if leaf else {}
             parent = entry.get("parentId")
             other = {"leafId": parent} if parent else {"keepRecentTokens": 20001}  # (a lone entry: other parameters)
             two_asks = [{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}]
-            asks = itertools.cycle(two_asks)
-            out["prepare at a new leaf"] = _until(lambda: daemon.call("session/prepareCompaction", next(asks)), repeats)
+            out["prepare at a new leaf"] = [seconds / 2 for seconds in _until(
+                lambda: [daemon.call("session/prepareCompaction", ask) for ask in two_asks], repeats)]
             bodies["context"] = [daemon.call_body("session/context", {"sessionId": sid})]
             bodies["prepare"] = [daemon.call_body("session/prepareCompaction", {"sessionId": sid})]
             bodies["prepare at a new leaf"] = [daemon.call_body("session/prepareCompaction", ask) for ask in two_asks]
@@ -181,15 +181,14 @@ def _floor_samples(tmp: Path, bodies: dict[str, list[bytes]], repeats: int) -> d
     out: dict[str, list[float]] = {}
     with Daemon(command=[sys.executable, "-m", "bench.stdio_floor", *files], cwd=REPO_ROOT) as floor:
         for step, numbers in indexes.items():
-            # open: the answers to open and close, in turn per sample, as the daemon's step asks them
-            per_sample = len(numbers) if step == "open" else 1
-            cycle = itertools.cycle(numbers)
+            # Per sample, the step's answers in order, as the daemon's step asks for them (open:
+            # open and close; at a new leaf: leaf and parent, halved like the daemon's).
+            def ask(numbers: list[int] = numbers) -> None:
+                for number in numbers:
+                    floor.call("floor/answer", {"index": number})
 
-            def ask(cycle: Iterator[int] = cycle, count: int = per_sample) -> None:
-                for _ in range(count):
-                    floor.call("floor/answer", {"index": next(cycle)})
-
-            out[f"floor {step}"] = _until(ask, repeats)
+            share = len(numbers) if step == "prepare at a new leaf" else 1
+            out[f"floor {step}"] = [seconds / share for seconds in _until(ask, repeats)]
     return out
 
 

@@ -10,10 +10,12 @@
 //   prepareText  prepare + convertToLlm + serializeConversation of the messages to summarize
 //             (and of the turn prefix when the turn is split): the text the summarizer is sent,
 //             i.e. the same work compactd's prepareCompaction answer carries.
-//   prepareTextNewLeaf  prepareText from the leaf and from its parent in turn (a lone entry: the
-//             leaf with keepRecentTokens 20001 in turn), the dry runs the daemon's "prepare at a
-//             new leaf" asks for; where the two differ (a leaf that is a compaction has nothing to
-//             summarize, its parent everything), the leaf alone would not be like for like.
+//   prepareTextNewLeaf  prepareText from the leaf and then from its parent (a lone entry: the
+//             leaf, then the leaf with keepRecentTokens 20001), the dry runs the daemon's "prepare
+//             at a new leaf" asks for, timed together and halved: where the two differ (a leaf
+//             that is a compaction has nothing to summarize, its parent everything), the leaf alone
+//             would not be like for like, and alternating samples would put the median between
+//             the two kinds.
 // The file must be a copy: opening a v1/v2 file makes Pi rewrite it as v3.
 
 import { performance } from "node:perf_hooks";
@@ -65,11 +67,8 @@ const prepareText = () => textOf(prepare());
 const leafId = session.getLeafId();
 const parentId = leafId ? session.getEntry(leafId)?.parentId ?? null : null;
 const asks = [[leafId, settings], parentId ? [parentId, settings] : [leafId, { ...settings, keepRecentTokens: 20001 }]];
-let turn = 0;
-const prepareTextNewLeaf = () => {
-  const [from, withSettings] = asks[turn++ % 2];
-  return textOf(prepareCompaction(from ? session.getBranch(from) : [], withSettings));
-};
+const prepareTextNewLeaves = () =>
+  asks.map(([from, withSettings]) => textOf(prepareCompaction(from ? session.getBranch(from) : [], withSettings)));
 
 const prep = prepare();
 const result = {
@@ -92,6 +91,6 @@ const result = {
   context: samples(() => session.buildSessionContext()),
   prepare: samples(prepare),
   prepareText: samples(prepareText),
-  prepareTextNewLeaf: samples(prepareTextNewLeaf),
+  prepareTextNewLeaf: samples(prepareTextNewLeaves).map((ms) => ms / asks.length),
 };
 process.stdout.write(JSON.stringify(result) + "\n");
