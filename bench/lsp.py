@@ -126,22 +126,23 @@ class Daemon:
         self._pending.discard(msg_id)
         return self._responses.pop(msg_id)
 
-    def call(self, method: str, params: Any = None, timeout: float = 60) -> Any:
+    def _answer(self, method: str, params: Any, timeout: float) -> dict[str, Any]:
         response = self.wait(self.start(method, params), timeout)
         if "error" in response:
             raise RuntimeError(f"{method}: {response['error']}")
-        return response.get("result")
+        return response
+
+    def call(self, method: str, params: Any = None, timeout: float = 60) -> Any:
+        return self._answer(method, params, timeout).get("result")
 
     def call_body(self, method: str, params: Any = None, timeout: float = 60) -> bytes:
         """The response's bytes as the daemon sent them (what bench/stdio_floor.py replays)."""
         self.keep_bodies = True
         try:
-            response = self.wait(self.start(method, params), timeout)
+            body: bytes = self._answer(method, params, timeout)["_body"]
         finally:
             self.keep_bodies = False
-        if "error" in response:
-            raise RuntimeError(f"{method}: {response['error']}")
-        return bytes(response["_body"])
+        return body
 
     def notify(self, method: str, params: Any = None) -> None:
         self._send({"jsonrpc": "2.0", "method": method, "params": params})

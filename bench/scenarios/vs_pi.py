@@ -125,6 +125,11 @@ def _until(fn: Callable[[], object], repeats: int) -> list[float]:
     return [ms / 1000 for ms in samples(fn, repeats)]
 
 
+# The step whose sample is two dry runs (at the leaf, then at its parent), halved: the leaf's may
+# be empty and its parent's not (as Pi's, measure.mjs).
+PAIRED_STEP = "prepare at a new leaf"
+
+
 def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
     """session/open (then close), session/context, session/prepareCompaction through a real daemon;
     then, under "floor <step>", the same answers given by bench/stdio_floor.py (no work at all)."""
@@ -150,18 +155,17 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
             out["context"] = _until(lambda: daemon.call("session/context", {"sessionId": sid}), repeats)
             out["prepare"] = _until(lambda: daemon.call("session/prepareCompaction", {"sessionId": sid}), repeats)
             # The daemon keeps its latest dry-run answer: asked at the leaf and then at its parent,
-            # every answer is computed (what a panel gets after each append). A sample is the two
-            # dry runs, halved, as Pi's (measure.mjs): the leaf's may be empty, its parent's not.
+            # every answer is computed (what a panel gets after each append; see PAIRED_STEP).
             leaf = daemon.call("session/context", {"sessionId": sid})["leafId"]
             entry = daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})["entry"] if leaf else {}
             parent = entry.get("parentId")
             other = {"leafId": parent} if parent else {"keepRecentTokens": 20001}  # (a lone entry: other parameters)
             two_asks = [{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}]
-            out["prepare at a new leaf"] = [seconds / 2 for seconds in _until(
+            out[PAIRED_STEP] = [seconds / len(two_asks) for seconds in _until(
                 lambda: [daemon.call("session/prepareCompaction", ask) for ask in two_asks], repeats)]
             bodies["context"] = [daemon.call_body("session/context", {"sessionId": sid})]
             bodies["prepare"] = [daemon.call_body("session/prepareCompaction", {"sessionId": sid})]
-            bodies["prepare at a new leaf"] = [daemon.call_body("session/prepareCompaction", ask) for ask in two_asks]
+            bodies[PAIRED_STEP] = [daemon.call_body("session/prepareCompaction", ask) for ask in two_asks]
         out.update(_floor_samples(Path(tmp), bodies, repeats))
     return out
 
@@ -182,12 +186,12 @@ def _floor_samples(tmp: Path, bodies: dict[str, list[bytes]], repeats: int) -> d
     with Daemon(command=[sys.executable, "-m", "bench.stdio_floor", *files], cwd=REPO_ROOT) as floor:
         for step, numbers in indexes.items():
             # Per sample, the step's answers in order, as the daemon's step asks for them (open:
-            # open and close; at a new leaf: leaf and parent, halved like the daemon's).
+            # open and close; PAIRED_STEP: leaf and parent, halved like the daemon's).
             def ask(numbers: list[int] = numbers) -> None:
                 for number in numbers:
                     floor.call("floor/answer", {"index": number})
 
-            share = len(numbers) if step == "prepare at a new leaf" else 1
+            share = len(numbers) if step == PAIRED_STEP else 1
             out[f"floor {step}"] = [seconds / share for seconds in _until(ask, repeats)]
     return out
 
