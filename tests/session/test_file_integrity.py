@@ -235,4 +235,4 @@ def test_small_files_read_whole_give_what_the_streaming_read_gives(tmp_path: Pat
     # the fingerprint over bytes in memory is the one the file rules compute from the file
     for path, raw in zip(cases, whole):
         with open(path, "rb") as handle:
-            assert raw.state.digest == session_file.fingerprint(handle.fileno(), raw.state.prelude_len, raw.state.size)
+            assert raw.state.fingerprint == session_file.fingerprint(handle.fileno(), raw.state.prelude_len, raw.state.size)

@@ -10,7 +10,6 @@ does not stay full because of us.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import os
 import shutil
@@ -42,11 +41,11 @@ _SKIP_CHUNK = 1024 * 1024
 #
 # Before adopting lines another program appended we must know the bytes we already read are still
 # there: Pi migrates a v1/v2 file *in place* (same inode, new ids, larger file), which inode + size
-# alone take for an append. Hashing the whole known prefix would catch everything but costs a full
+# alone take for an append. Comparing the whole known prefix would catch everything but costs a full
 # re-read of the file on every external append (400 MB for the largest sessions we measured), so
-# we hash fixed samples instead: the first 4 KiB after the title slot (the header line), the last
-# 4 KiB of the known prefix (our last line at its offset) and six 512-byte spots spread evenly in
-# between — under 12 KiB of reads whatever the size. Every rewrite a real writer does changes the
+# we keep and compare fixed samples instead: the first 4 KiB after the title slot (the header line),
+# the last 4 KiB of the known prefix (our last line at its offset) and six 512-byte spots spread
+# evenly in between — under 12 KiB whatever the size. Every rewrite a real writer does changes the
 # header or the last line or the inode (Pi's migration rewrites every line; atomic renames change
 # the inode; truncation shrinks the file). Only an edit confined to the middle that keeps the size
 # and misses every spot would pass, and no writer we know does that.
@@ -54,11 +53,12 @@ _RELOAD = "; nothing was written, reload it"
 _EDGE = 4096
 _SPOT = 512
 _SPOTS = 6
+_WHOLE_UP_TO = 2 * _EDGE + _SPOTS * _SPOT  # a known prefix this short is sampled whole
 
 
 def _spans(start: int, end: int) -> list[tuple[int, int]]:
     length = end - start
-    if length <= 2 * _EDGE + _SPOTS * _SPOT:
+    if length <= _WHOLE_UP_TO:
         return [(start, length)]
     spans = [(start, _EDGE), (end - _EDGE, _EDGE)]
     spans += [(start + length * k // (_SPOTS + 1), _SPOT) for k in range(1, _SPOTS + 1)]
@@ -66,25 +66,26 @@ def _spans(start: int, end: int) -> list[tuple[int, int]]:
 
 
 def fingerprint(fd: int, start: int, end: int) -> bytes:
-    """A digest of the sampled bytes of [start, end); b"" if the file is shorter than `end`."""
-    digest = hashlib.blake2b(b"%d:%d" % (start, end), digest_size=16)
+    """The sampled bytes of [start, end) themselves (under 12 KiB, compared byte for byte: no hash
+    to compute, no collision); b"" if the file is shorter than `end`."""
+    samples = []
     for offset, length in _spans(start, end):
         data = os.pread(fd, length, offset)
         if len(data) != length:
             return b""
-        digest.update(data)
-    return digest.digest()
+        samples.append(data)
+    return b"".join(samples)
 
 
 def fingerprint_of(data: bytes, start: int, end: int) -> bytes:
-    """`fingerprint` of a file whose bytes are `data` (read whole)."""
+    """`fingerprint` of a file whose bytes are `data` (read whole). A small file is its own
+    fingerprint: `data` itself, not a copy."""
     if len(data) < end:
         return b""
+    if start == 0 and end == len(data) and end <= _WHOLE_UP_TO:
+        return data
     view = memoryview(data)
-    digest = hashlib.blake2b(b"%d:%d" % (start, end), digest_size=16)
-    for offset, length in _spans(start, end):
-        digest.update(view[offset : offset + length])
-    return digest.digest()
+    return b"".join([view[offset : offset + length] for offset, length in _spans(start, end)])
 
 
 # --- oh-my-pi title slot (QO-1..QO-3) ------------------------------------------------------------
@@ -123,7 +124,7 @@ class FileState:
     ends_with_newline: bool
     lines: int
     prelude_len: int  # bytes of the title slot line before the header (0: none)
-    digest: bytes  # fingerprint of [prelude_len, size)
+    fingerprint: bytes  # `fingerprint` of [prelude_len, size)
     torn_from: int = -1  # where an unterminated last line starts (-1: the file ends with a newline)
 
 
@@ -223,13 +224,13 @@ def _read_whole(fd: int) -> RawFile:
     data = b"".join(chunks)
     prelude, header, parsed, warnings, lines, size, torn_from = _parse(io.BytesIO(data))
     st = os.fstat(fd)
-    digest = fingerprint_of(data, len(prelude), size)
-    return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, digest)
+    sampled = fingerprint_of(data, len(prelude), size)
+    return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, sampled)
 
 
 def _raw_file(prelude: bytes, header: Entry | None, parsed: list[tuple[int, Entry]], warnings: list[LoadWarning],
-              st: os.stat_result, lines: int, size: int, torn_from: int, digest: bytes) -> RawFile:
-    state = FileState(st.st_ino, size, st.st_mtime_ns, torn_from < 0, lines, len(prelude), digest, torn_from)
+              st: os.stat_result, lines: int, size: int, torn_from: int, sampled: bytes) -> RawFile:
+    state = FileState(st.st_ino, size, st.st_mtime_ns, torn_from < 0, lines, len(prelude), sampled, torn_from)
     return RawFile(prelude, header, parsed, warnings, state)
 
 
@@ -334,8 +335,8 @@ class SessionFile:
         with handle:
             prelude, header, parsed, warnings, lines, size, torn_from = _parse(handle)
             st = os.fstat(handle.fileno())
-            digest = fingerprint(handle.fileno(), len(prelude), size)
-        return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, digest)
+            sampled = fingerprint(handle.fileno(), len(prelude), size)
+        return _raw_file(prelude, header, parsed, warnings, st, lines, size, torn_from, sampled)
 
     def adopt_read(self, raw: RawFile) -> None:
         self.state = raw.state
@@ -373,7 +374,7 @@ class SessionFile:
             raise FileRewrittenError(f"Session file was truncated by another process: {self.path}{_RELOAD}")
         with open(self.path, "rb") as handle:
             fd = handle.fileno()
-            if fingerprint(fd, known.prelude_len, known.size) != known.digest:
+            if fingerprint(fd, known.prelude_len, known.size) != known.fingerprint:
                 raise FileRewrittenError(
                     "Session file was rewritten in place by another process (the bytes already read changed): "
                     f"{self.path}{_RELOAD}"
@@ -385,7 +386,7 @@ class SessionFile:
                 self.prelude = slot  # oh-my-pi updates its title slot in place (QO-2)
             if st.st_size == known.size:
                 self.state = FileState(known.inode, known.size, st.st_mtime_ns, known.ends_with_newline, known.lines,
-                                       known.prelude_len, known.digest, known.torn_from)
+                                       known.prelude_len, known.fingerprint, known.torn_from)
                 return None
             # A last line read while its writer was still at it is read again whole, from its start.
             start = known.torn_from if known.torn_from >= 0 else known.size
@@ -395,10 +396,10 @@ class SessionFile:
                     f"Another process is writing to {self.path} (incomplete line at the end); try again"
                 )
             size = start + len(data)
-            digest = fingerprint(fd, known.prelude_len, size)
+            sampled = fingerprint(fd, known.prelude_len, size)
         first_line = known.lines + (1 if known.torn_from < 0 else 0)
         lines = first_line - 1 + data.count(b"\n")
-        state = FileState(known.inode, size, st.st_mtime_ns, True, lines, known.prelude_len, digest)
+        state = FileState(known.inode, size, st.st_mtime_ns, True, lines, known.prelude_len, sampled)
         return Tail(data, first_line, state)
 
     def accept(self, tail: Tail) -> None:
@@ -422,7 +423,7 @@ class SessionFile:
             if self.fsync:
                 os.fsync(fd)
             st = os.fstat(fd)
-            digest = fingerprint(fd, 0, st.st_size)
+            sampled = fingerprint(fd, 0, st.st_size)
         except BaseException:
             if claimed:
                 os.ftruncate(fd, 0)
@@ -432,7 +433,7 @@ class SessionFile:
         finally:
             os.close(fd)
         self.prelude = b""
-        self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, len(lines), 0, digest)
+        self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, len(lines), 0, sampled)
 
     def append(self, data: bytes) -> None:
         """Append complete lines. A torn final line is ended first (D-18). If the write fails
@@ -453,11 +454,11 @@ class SessionFile:
                     os.ftruncate(fd, before)  # O_APPEND: everything past `before` is ours
                 raise
             st = os.fstat(fd)
-            digest = fingerprint(fd, known.prelude_len, st.st_size)
+            sampled = fingerprint(fd, known.prelude_len, st.st_size)
         finally:
             os.close(fd)
         lines = known.lines + data.count(b"\n") - (0 if known.ends_with_newline else 1)
-        self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, lines, known.prelude_len, digest)
+        self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, lines, known.prelude_len, sampled)
 
     def rewrite(self, lines: list[bytes]) -> Tail | None:
         """Atomically replace the file with the title slot (if any) and `lines`: temp file, fsync,
@@ -471,7 +472,8 @@ class SessionFile:
             old_fd = os.open(self.path, os.O_RDONLY)
         try:
             if known is not None and old_fd is not None:
-                if os.fstat(old_fd).st_ino != known.inode or fingerprint(old_fd, known.prelude_len, known.size) != known.digest:
+                if (os.fstat(old_fd).st_ino != known.inode
+                        or fingerprint(old_fd, known.prelude_len, known.size) != known.fingerprint):
                     raise FileRewrittenError(f"Session file was changed by another process: {self.path}{_RELOAD}")
             body = b"".join(lines)
             self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -481,7 +483,7 @@ class SessionFile:
                 try:
                     write_all(fd, self.prelude + body)
                     os.fsync(fd)
-                    digest = fingerprint(fd, len(self.prelude), len(self.prelude) + len(body))
+                    sampled = fingerprint(fd, len(self.prelude), len(self.prelude) + len(body))
                 finally:
                     os.close(fd)
                 os.replace(temp, self.path)
@@ -491,7 +493,7 @@ class SessionFile:
             fsync_dir(self.path.parent)
             st = os.stat(self.path)
             count = len(lines) + (1 if self.prelude else 0)
-            self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, count, len(self.prelude), digest)
+            self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, count, len(self.prelude), sampled)
             if old_fd is None or known is None:
                 return None
             return self._carry_over(old_fd, known.size)
@@ -531,7 +533,7 @@ class SessionFile:
             fd = os.open(temp, os.O_RDONLY)
             try:
                 os.fsync(fd)
-                if fingerprint(fd, known.prelude_len, known.size) != known.digest:
+                if fingerprint(fd, known.prelude_len, known.size) != known.fingerprint:
                     raise FileRewrittenError(f"Session file was rewritten by another process while it was backed up: {self.path}")
             finally:
                 os.close(fd)
