@@ -216,8 +216,9 @@ async def session_append(ls: CompactdServer, params: s.AppendParams) -> dict[str
     ids: list[str] = []
     async with handle.lock:
         try:
-            for entry, raw in zip(params.entries, raws):
-                ids.append(_append_one(session, entry, raw))
+            with session.batch():  # one write for the whole batch, or nothing written or kept
+                for entry, raw in zip(params.entries, raws):
+                    ids.append(_append_one(session, entry, raw))
         finally:
             ls.announce(handle, "appended")
     appended = [session.by_id[i] for i in ids]

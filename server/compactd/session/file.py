@@ -10,8 +10,10 @@ does not stay full because of us.
 
 from __future__ import annotations
 
+import filecmp
 import io
 import os
+import re
 import shutil
 import stat as stat_module
 import time
@@ -298,6 +300,65 @@ def temp_path_for(path: Path) -> Path:
     return path.with_name(f".{path.name}.{os.getpid()}.tmp")
 
 
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+# How long a rewrite watches the old file for late lines: until it stayed still this long, at most
+# the limit (a writer caught mid-line, or one that opened the old file just before the rename).
+CARRY_QUIET_S = 0.02
+CARRY_LIMIT_S = 0.5
+
+
+@dataclass(frozen=True)
+class Landed:
+    """One line found where an append landed: `ours` is the index of our line it is, -1 for a
+    line another writer appended (`raw`, without its newline)."""
+
+    line: int  # line number (1-based)
+    ours: int
+    raw: bytes
+
+
+def _landed(region: bytes, first_line: int, lines: Sequence[bytes]) -> list[Landed]:
+    """The lines of `region` (complete lines) in file order, ours recognised by their bytes (each
+    holds a fresh id, so no foreign line has the same bytes)."""
+    ours = {bytes(line): n for n, line in enumerate(lines)}
+    found: list[Landed] = []
+    line_no = first_line
+    pos = 0
+    while pos < len(region):
+        newline = region.index(b"\n", pos)
+        raw = region[pos : newline + 1]
+        index = ours.pop(raw, -1)
+        found.append(Landed(line_no, index, raw[:-1] if index < 0 else b""))
+        line_no += 1
+        pos = newline + 1
+    return found
+
+
+def _append_or_cut(fd: int, data: bytes, fsync: bool) -> None:
+    """Write `data` at the end of `fd` (O_APPEND). On failure the part already written is cut off
+    again when it is still the file's last bytes (no other writer came after it)."""
+    written = 0
+    view = memoryview(data)
+    try:
+        while written < len(data):
+            written += os.write(fd, view[written:])
+        if fsync:
+            os.fsync(fd)
+    except BaseException:
+        if written:
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            if os.fstat(fd).st_size == end and os.pread(fd, written, end - written) == data[:written]:
+                os.ftruncate(fd, end - written)
+        raise
+
+
+def _inode_of(path: Path) -> int:
+    try:
+        return os.stat(path).st_ino
+    except FileNotFoundError:
+        return -1
+
+
 class SessionFile:
     """One session file on disk and what we know of its bytes."""
 
@@ -435,102 +496,161 @@ class SessionFile:
         self.prelude = b""
         self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, len(lines), 0, sampled)
 
-    def append(self, data: bytes) -> None:
-        """Append complete lines. A torn final line is ended first (D-18). If the write fails
-        (full disk) the bytes already written are cut off again, unless someone else wrote since."""
+    def append(self, lines: Sequence[bytes]) -> list[Landed]:
+        """Append complete lines (each ending with a newline) with one write, and return every line
+        between the bytes we knew and the end of ours, in file order: ours, and those another writer
+        appended meanwhile (Pi appends with no lock, one write per line). A torn final line is ended
+        first (D-18). Nothing is counted as known that was not read. If the write fails (full disk)
+        the bytes already written are cut off again, unless someone else wrote after them. On any
+        error what we know of the file is as before, so the next check reads whatever did land."""
+        known = self.state
+        try:
+            return self._append(lines, 0)
+        except BaseException:
+            self.state = known
+            raise
+
+    def _append(self, lines: Sequence[bytes], attempt: int) -> list[Landed]:
         known = self.state
         assert known is not None
-        if not known.ends_with_newline:
-            data = b"\n" + data
-        fd = os.open(self.path, os.O_RDWR | os.O_APPEND)
+        parts = list(lines) if known.ends_with_newline else [b"\n", *lines]
+        data = b"".join(parts)
+        fd = os.open(self.path, os.O_RDWR | os.O_APPEND | _CLOEXEC)
         try:
-            before = os.fstat(fd).st_size
-            try:
-                write_all(fd, data)
-                if self.fsync:
-                    os.fsync(fd)
-            except BaseException:
-                if os.fstat(fd).st_size > before:
-                    os.ftruncate(fd, before)  # O_APPEND: everything past `before` is ours
-                raise
+            inode = os.fstat(fd).st_ino
+            if inode != known.inode:  # replaced since our last check: nothing written yet
+                raise FileRewrittenError(f"Session file was replaced by another process: {self.path}{_RELOAD}")
+            _append_or_cut(fd, data, self.fsync)
+            # O_APPEND put our bytes at the end of the file as it was then and left the offset just
+            # after them; whatever lies between what we knew and that offset is read, not assumed.
+            end = os.lseek(fd, 0, os.SEEK_CUR)
+            start = known.torn_from if known.torn_from >= 0 else known.size
+            region = os.pread(fd, end - start, start)
+            if len(region) != end - start or not region.endswith(b"\n"):
+                raise FileRewrittenError(f"Session file was truncated by another process: {self.path}{_RELOAD}")
             st = os.fstat(fd)
-            sampled = fingerprint(fd, known.prelude_len, st.st_size)
+            sampled = fingerprint(fd, known.prelude_len, end)
+            if _inode_of(self.path) != inode:
+                raise FileRewrittenError(
+                    f"Session file was replaced by another process while we appended to it: {self.path}{_RELOAD}")
         finally:
             os.close(fd)
-        lines = known.lines + data.count(b"\n") - (0 if known.ends_with_newline else 1)
-        self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, lines, known.prelude_len, sampled)
+        first_line = known.lines + (1 if known.torn_from < 0 else 0)
+        self.state = FileState(inode, end, st.st_mtime_ns, True, first_line - 1 + region.count(b"\n"),
+                               known.prelude_len, sampled)
+        landed = _landed(region, first_line, lines)
+        found = {item.ours for item in landed}
+        missing = [n for n in range(len(lines)) if n not in found]
+        if missing:  # glued to a half-written foreign line: that line is lost, ours are written again whole
+            if attempt >= 3:
+                raise ConcurrentModificationError(
+                    f"Another process is writing partial lines to {self.path}; try again")
+            again = self._append([lines[n] for n in missing], attempt + 1)
+            landed += [Landed(item.line, missing[item.ours], item.raw) if item.ours >= 0 else item for item in again]
+        return landed
 
-    def rewrite(self, lines: list[bytes]) -> Tail | None:
-        """Atomically replace the file with the title slot (if any) and `lines`: temp file, fsync,
-        rename, fsync of the folder. The caller checked the file just before. A line another writer
-        appends to the old file between that check and the rename is carried over into the new
-        file and returned for adoption. On failure the temp file is removed and the file is as it was."""
+    def target(self) -> Path:
+        """The file a rewrite replaces: the path itself, or what a symbolic link points to (the
+        link stays, so Pi opening either name sees the new content)."""
+        return Path(os.path.realpath(self.path))
+
+    def rewrite(self, render: Callable[[bytes, int], Sequence[bytes]]) -> list[Landed]:
+        """Atomically replace the file with the title slot (if any) and the lines `render` makes:
+        temp file beside the target, fsync, rename, fsync of the folder. `render(old, start)` gets
+        the file's bytes read and verified right now against what we know (`start`: where the
+        header begins), so it can keep the bytes of unchanged lines. A file that changed under us
+        is refused (FileRewrittenError) before anything is written. Lines another writer appends to
+        the old file up to the rename are carried over into the new file and returned, in file
+        order, for adoption. On failure the temp file is removed and the file is as it was."""
         old_fd: int | None = None
         known = self.state
+        target = self.target()
         if known is not None:
             # Keep the old file open: a late line would otherwise vanish with the old inode.
-            old_fd = os.open(self.path, os.O_RDONLY)
-        try:
-            if known is not None and old_fd is not None:
-                if (os.fstat(old_fd).st_ino != known.inode
-                        or fingerprint(old_fd, known.prelude_len, known.size) != known.fingerprint):
-                    raise FileRewrittenError(f"Session file was changed by another process: {self.path}{_RELOAD}")
-            body = b"".join(lines)
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            temp = temp_path_for(self.path)
             try:
-                fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+                old_fd = os.open(target, os.O_RDONLY | _CLOEXEC)
+            except FileNotFoundError as exc:
+                raise ConcurrentModificationError(f"Session file was removed by another process: {self.path}") from exc
+        try:
+            old = b""
+            if known is not None and old_fd is not None:
+                old = os.pread(old_fd, known.size, 0) if known.size else b""
+                if (os.fstat(old_fd).st_ino != known.inode or len(old) != known.size
+                        or fingerprint_of(old, known.prelude_len, known.size) != known.fingerprint):
+                    raise FileRewrittenError(f"Session file was changed by another process: {self.path}{_RELOAD}")
+            parts = [part for part in render(old, known.prelude_len if known is not None else 0)]
+            del old
+            target.parent.mkdir(parents=True, exist_ok=True)
+            temp = temp_path_for(target)
+            try:
+                fd = os.open(temp, os.O_RDWR | os.O_CREAT | os.O_TRUNC | _CLOEXEC, 0o644)
                 try:
-                    write_all(fd, self.prelude + body)
+                    write_all_parts(fd, [self.prelude, *parts])
                     os.fsync(fd)
-                    sampled = fingerprint(fd, len(self.prelude), len(self.prelude) + len(body))
+                    size = len(self.prelude) + sum(len(part) for part in parts)
+                    sampled = fingerprint(fd, len(self.prelude), size)
                 finally:
                     os.close(fd)
-                os.replace(temp, self.path)
+                if old_fd is not None:
+                    shutil.copymode(target, temp)
+                os.replace(temp, target)
             except BaseException:
                 _unlink_quietly(temp)
                 raise
-            fsync_dir(self.path.parent)
-            st = os.stat(self.path)
-            count = len(lines) + (1 if self.prelude else 0)
-            self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, count, len(self.prelude), sampled)
+            fsync_dir(target.parent)
+            st = os.stat(target)
+            count = len(parts) + (1 if self.prelude else 0)
+            self.state = FileState(st.st_ino, size, st.st_mtime_ns, True, count, len(self.prelude), sampled)
             if old_fd is None or known is None:
-                return None
+                return []
             return self._carry_over(old_fd, known.size)
         finally:
             if old_fd is not None:
                 os.close(old_fd)
 
-    def _carry_over(self, old_fd: int, known_size: int) -> Tail | None:
-        tail = b""
-        for _ in range(50):  # a writer caught mid-line gets a moment to finish it
+    def _carry_over(self, old_fd: int, copied: int) -> list[Landed]:
+        """Complete lines appended to the old file (now unlinked) after the bytes we rewrote are
+        appended to the new one. A writer that opened the old file just before the rename may
+        write a moment later, and one caught mid-line gets a moment to finish it: the old file is
+        watched until it stays still (CARRY_QUIET_S) or CARRY_LIMIT_S passed."""
+        landed: list[Landed] = []
+        quiet_since = time.monotonic()
+        deadline = quiet_since + CARRY_LIMIT_S
+        while True:
             size = os.fstat(old_fd).st_size
-            if size <= known_size:
-                return None
-            tail = os.pread(old_fd, size - known_size, known_size)
-            if tail.endswith(b"\n"):
-                break
-            time.sleep(0.01)
-        complete = tail[: tail.rfind(b"\n") + 1]
-        if not complete:
-            return None
-        assert self.state is not None
-        first_line = self.state.lines + 1
-        self.append(complete)
-        return Tail(complete, first_line, self.state)
+            if size > copied:
+                tail = os.pread(old_fd, size - copied, copied)
+                complete = tail[: tail.rfind(b"\n") + 1]
+                if complete:
+                    lines = [line + b"\n" for line in complete[:-1].split(b"\n")]
+                    landed += [Landed(item.line, -1, lines[item.ours][:-1] if item.ours >= 0 else item.raw)
+                               for item in self.append(lines)]
+                    copied += len(complete)
+                    quiet_since = time.monotonic()
+            now = time.monotonic()
+            if (size <= copied and now - quiet_since >= CARRY_QUIET_S) or now >= deadline:
+                return landed
+            time.sleep(0.005)
 
-    def backup(self, backup: Path) -> None:
-        """Copy the file's current bytes to `backup` (temp + rename, so a backup is always whole)
-        unless one exists. The copy must still hold the bytes we know: a file rewritten by another
-        program meanwhile is refused rather than saved under the wrong name."""
-        if backup.exists():
-            return
+    def backup(self, base: Path) -> Path:
+        """Copy the file's current bytes to `base`, or when that exists with other bytes to the first
+        free `<base>.<n>` (backups are never overwritten or removed by compactd), temp + rename so a
+        backup is always whole. Nothing is copied when `base` or the latest numbered one already
+        holds exactly these bytes. The copy must still hold the bytes we know: a file rewritten by
+        another program meanwhile is refused rather than saved under the wrong name."""
         known = self.state
         assert known is not None
+        backup = base
+        n = 0
+        while backup.exists():
+            if _same_bytes(backup, self.path):
+                return backup
+            n += 1
+            backup = base.with_name(f"{base.name}.{n}")
         temp = temp_path_for(backup)
         try:
             shutil.copyfile(self.path, temp)
-            fd = os.open(temp, os.O_RDONLY)
+            fd = os.open(temp, os.O_RDONLY | _CLOEXEC)
             try:
                 os.fsync(fd)
                 if fingerprint(fd, known.prelude_len, known.size) != known.fingerprint:
@@ -542,4 +662,55 @@ class SessionFile:
         except BaseException:
             _unlink_quietly(temp)
             raise
-        fsync_dir(self.path.parent)
+        fsync_dir(backup.parent)
+        return backup
+
+
+def _same_bytes(a: Path, b: Path) -> bool:
+    try:
+        return filecmp.cmp(a, b, shallow=False)
+    except OSError:
+        return False
+
+
+# Temp files of our own naming: `.<name>.<pid>.tmp` (a rewrite) and `.<name>.<suffix>.<pid>.tmp`
+# (a backup: `.v1.bak`, `.bak`, `.bak.2`).
+_TEMP_RE = re.compile(r"\.(?P<name>.+?)(?:\.v\d+\.bak|\.bak(?:\.\d+)?)?\.(?P<pid>\d+)\.tmp")
+
+
+def remove_stale_temps(path: Path) -> list[Path]:
+    """Remove the temp files a killed compactd left beside `path` (and beside its target when it
+    is a symbolic link): only names of our own pattern for this file, and only when the process
+    named in them is gone. Returns what was removed."""
+    removed: list[Path] = []
+    folders = {path.parent}
+    real = Path(os.path.realpath(path))
+    names = {path.name, real.name}
+    folders.add(real.parent)
+    for folder in folders:
+        try:
+            candidates = [entry for entry in os.listdir(folder) if entry.endswith(".tmp") and entry.startswith(".")]
+        except OSError:
+            continue
+        for entry in candidates:
+            match = _TEMP_RE.fullmatch(entry)
+            if match is None or match.group("name") not in names or _alive(int(match.group("pid"))):
+                continue
+            try:
+                os.unlink(folder / entry)
+                removed.append(folder / entry)
+            except OSError:
+                pass
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True  # (our own temp files are removed by the write that made them)
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True  # another user's process (or a number no process can have): leave it
+    return True

@@ -13,6 +13,8 @@ import gc
 import os
 import re
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable
@@ -29,7 +31,8 @@ from .errors import (
     NotARegularFileError,
     SessionError,
 )
-from .file import MAX_LINE_BYTES, RawFile, SessionFile, Tail
+from .file import MAX_LINE_BYTES, Landed, RawFile, SessionFile, Tail, remove_stale_temps
+from .lossless import render
 from .gc_pause import gc_paused
 from .migrate import build_entries, check_parent
 from .lines import CURRENT_SESSION_VERSION, drop_none, encode_line
@@ -192,7 +195,8 @@ class Session(TreeQueries):
         self._labels: dict[str, str] | None = None
         self._has_assistant: bool | None = None
         self._name: str | None | object = _UNKNOWN  # latest_session_name, kept up to date by appends
-        self._skipped_lines = False  # the loaded file had lines we could not keep: back it up before a rewrite
+        self._skipped_lines = False  # the file has lines we could not keep: back it up before a rewrite
+        self._staged: list[Entry] | None = None  # entries of a batch, written together (`batch()`)
 
     # --- construction -------------------------------------------------------------------------
 
@@ -240,6 +244,7 @@ class Session(TreeQueries):
         that path; an empty file is initialised; a non-empty invalid file raises; a path that is
         not a regular file (directory, device, FIFO) is refused before anything is read."""
         path = path if isinstance(path, Path) else Path(path)
+        remove_stale_temps(path)  # left by a compactd killed while it rewrote or backed up this file
         file = SessionFile(path)
         try:
             with gc_paused():
@@ -443,13 +448,34 @@ class Session(TreeQueries):
         """F-7: first 8 hex chars of a random UUID, retried on collision; full UUID after 100."""
         for _ in range(100):
             candidate = uuid.uuid4().hex[:8]
-            if candidate not in self.by_id:
+            if candidate not in self.by_id and (self._staged is None or all(e["id"] != candidate for e in self._staged)):
                 return candidate
         return str(uuid.uuid4())
 
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Appends made inside are written together with one write when the block ends, or not at
+        all: if any of them or the write fails, the file and the session are as before."""
+        if self._staged is not None:
+            raise SessionError("appends are already being batched")
+        if self.persisted:
+            self._check_disk()
+        leaf = self.leaf_id
+        self._staged = []
+        try:
+            yield
+            staged, self._staged = self._staged, None
+            self.leaf_id = leaf
+            if staged:
+                self._write_and_commit(staged)
+        except BaseException:
+            self._staged = None
+            self.leaf_id = leaf
+            raise
+
     def _append(self, fields: Entry) -> str:
         entry_type = fields["type"]
-        if self.persisted:
+        if self.persisted and self._staged is None:
             self._check_disk()  # adopt another writer's lines first so our parentId is right
         entry: Entry = {"type": entry_type, "id": self.new_entry_id(), "parentId": self.leaf_id, "timestamp": now_iso()}
         entry.update((k, v) for k, v in fields.items() if k != "type")
@@ -457,8 +483,11 @@ class Session(TreeQueries):
         if entry_type == "compaction" and isinstance(checkpoint, dict):
             # Q16-14: the checkpoint carries the compaction entry's own time.
             entry["systemMessage"] = {**checkpoint, "timestamp": iso_to_ms(entry["timestamp"])}
-        self._persist([entry])
-        self._commit(entry)
+        if self._staged is not None:
+            self._staged.append(entry)
+            self.leaf_id = entry["id"]  # the next entry of the batch is its child
+            return entry["id"]
+        self._write_and_commit([entry])
         return entry["id"]
 
     def _commit(self, entry: Entry) -> None:
@@ -475,17 +504,30 @@ class Session(TreeQueries):
 
     # --- persistence (the rules live in file.SessionFile) ---------------------------------------
 
-    def _persist(self, new_entries: list[Entry]) -> None:
-        if self.file is None:
+    def _write_and_commit(self, new_entries: list[Entry]) -> None:
+        """Write `new_entries` (one write), then take them into the session, in file order with
+        whatever another writer appended just before them. On failure nothing changes here."""
+        if self.file is not None and not self.file.written:
+            if self.has_assistant() or any(_is_assistant(e) for e in new_entries):
+                self.file.create(_encode([self.header, *self.entries, *new_entries]))
+            # else F-17: buffered until the first assistant message
+        elif self.file is not None:
+            if self.migrated_from is not None:
+                self.rewrite(checked=True)
+            landed = self.file.append(_encode(new_entries))
+            foreign: list[str] = []
+            for item in landed:
+                if item.ours >= 0:
+                    self._commit(new_entries[item.ours])
+                else:
+                    adopted = self._adopt_line(item.raw, item.line)
+                    if adopted is not None:
+                        foreign.append(adopted)
+            if foreign:
+                self.external_appends.append(ExternalAppend(tuple(foreign), False))
             return
-        if not self.file.written:
-            if not (self.has_assistant() or any(_is_assistant(e) for e in new_entries)):
-                return  # F-17: buffered until the first assistant message
-            self.file.create(_encode([self.header, *self.entries, *new_entries]))
-            return
-        if self.migrated_from is not None:
-            self.rewrite(checked=True)
-        self.file.append(b"".join(_encode(new_entries)))
+        for entry in new_entries:
+            self._commit(entry)
 
     def sync(self, *, reload: bool = True) -> SyncResult:
         """Catch up with the file on disk: adopt complete lines another writer appended, or — when
@@ -516,6 +558,9 @@ class Session(TreeQueries):
         if raw is None:
             with gc_paused():
                 raw = self.file.read()
+        if raw.header is None and raw.state.size == 0:
+            self._emptied()  # truncated to nothing: as an empty file is opened (F-22)
+            return
         if raw.header is None:
             raise InvalidSessionFileError(self.file.path)
         if raw.header.get("id") != self.session_id:
@@ -524,6 +569,24 @@ class Session(TreeQueries):
         self._take(raw)
         if old_leaf is not None and old_leaf != old_tip and old_leaf in self.by_id:
             self.leaf_id = old_leaf
+        self.generation += 1
+
+    def _emptied(self) -> None:
+        """The file was truncated to 0 bytes by another program: the session becomes what opening
+        an empty file gives (same id and header, no entries; written again from the first assistant
+        message on, F-17/F-22). What was in the file is gone from it, not something we could keep."""
+        assert self.file is not None
+        self.entries = []
+        self.by_id = {}
+        self.leaf_id = None
+        self.warnings = []
+        self.migrated_from = None
+        self._skipped_lines = False
+        self._labels = None
+        self._has_assistant = False
+        self._name = None
+        self.file = SessionFile(self.file.path, fsync=self.file.fsync)
+        self.header["version"] = CURRENT_SESSION_VERSION
         self.generation += 1
 
     def _check_disk(self) -> tuple[str, ...]:
@@ -543,37 +606,56 @@ class Session(TreeQueries):
         adopted: list[str] = []
         for raw in tail.data.split(b"\n")[:-1]:
             line_no += 1
-            if not raw.strip():
-                continue
-            try:
-                obj = orjson.loads(raw)
-            except orjson.JSONDecodeError:
-                self.warnings.append(LoadWarning(line_no, "invalid JSON appended by another process; skipped"))
-                continue
-            entry_id = obj.get("id") if isinstance(obj, dict) else None
-            if not isinstance(obj.get("type") if isinstance(obj, dict) else None, str) or not isinstance(entry_id, str):
-                self.warnings.append(LoadWarning(line_no, "entry appended by another process has no id/type; skipped"))
-                continue
-            if entry_id in self.by_id:
-                self.warnings.append(LoadWarning(line_no, f"duplicate id {entry_id} appended by another process; skipped"))
-                continue
-            check_parent(obj, line_no, self.warnings)
-            self.entries.append(obj)
-            self.by_id[entry_id] = obj
-            adopted.append(entry_id)
-            # What is derived from every entry follows the new ones (a rescan would run on the loop).
-            entry_type = obj.get("type")
-            if entry_type == "label":
-                self._labels = None
-            elif entry_type == "session_info":
-                self._name = latest_session_name([obj])
-            if self._has_assistant is False and _is_assistant(obj):
-                self._has_assistant = True
+            entry_id = self._adopt_line(raw, line_no)
+            if entry_id is not None:
+                adopted.append(entry_id)
         if adopted and was_at_tip:
             self.leaf_id = adopted[-1]
         self.external_appends.append(ExternalAppend(tuple(adopted), bool(adopted) and was_at_tip))
         self.file.accept(tail)
         return tuple(adopted)
+
+    def _adopt_landed(self, landed: list[Landed]) -> tuple[str, ...]:
+        """Lines another writer appended, found by a write of ours (all foreign)."""
+        was_at_tip = bool(self.entries) and self.leaf_id == self.entries[-1]["id"]
+        adopted = [entry_id for item in landed if (entry_id := self._adopt_line(item.raw, item.line)) is not None]
+        if adopted and was_at_tip:
+            self.leaf_id = adopted[-1]
+        if adopted:
+            self.external_appends.append(ExternalAppend(tuple(adopted), was_at_tip))
+        return tuple(adopted)
+
+    def _adopt_line(self, raw: bytes, line_no: int) -> str | None:
+        """One line another writer appended: the entry's id once adopted, None when skipped (the
+        line stays in the file; a later rewrite backs the file up first, as it would drop it)."""
+        if not raw.strip():
+            return None
+        try:
+            obj = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return self._skip_line(line_no, "invalid JSON appended by another process; skipped")
+        entry_id = obj.get("id") if isinstance(obj, dict) else None
+        if not isinstance(obj.get("type") if isinstance(obj, dict) else None, str) or not isinstance(entry_id, str):
+            return self._skip_line(line_no, "entry appended by another process has no id/type; skipped")
+        if entry_id in self.by_id:
+            return self._skip_line(line_no, f"duplicate id {entry_id} appended by another process; skipped")
+        check_parent(obj, line_no, self.warnings)
+        self.entries.append(obj)
+        self.by_id[entry_id] = obj
+        # What is derived from every entry follows the new ones (a rescan would run on the loop).
+        entry_type = obj.get("type")
+        if entry_type == "label":
+            self._labels = None
+        elif entry_type == "session_info":
+            self._name = latest_session_name([obj])
+        if self._has_assistant is False and _is_assistant(obj):
+            self._has_assistant = True
+        return entry_id
+
+    def _skip_line(self, line_no: int, message: str) -> None:
+        self.warnings.append(LoadWarning(line_no, message))
+        self._skipped_lines = True
+        return None
 
     def _backup_original(self) -> None:
         """D-16: keep the pre-migration bytes as `<file>.v<N>.bak` before the first rewrite.
@@ -597,10 +679,10 @@ class Session(TreeQueries):
             if not checked:
                 self._check_disk()
             self._backup_original()
-        late = self.file.rewrite(_encode([self.header, *self.entries]))
+        late = self.file.rewrite(lambda old, start: render(old, start, self.header, self.entries, self.by_id))
         self.migrated_from = None
-        if late is not None:
-            self._adopt(late)
+        if late:
+            self._adopt_landed(late)
 
     # --- forks (T-11) -------------------------------------------------------------------------
 
