@@ -153,15 +153,16 @@ def test_wrong_content_lengths_resynchronize() -> None:
         # too short: the body is cut, its tail is garbage glued to the next header
         server.write(frame({"jsonrpc": "2.0", "id": "short", "method": "session/list", "params": {}}, -3)
                      + frame({"jsonrpc": "2.0", "id": "after-short", "method": "session/list", "params": {}}))
-        assert server.receive()["error"]["code"] == -32700
+        cut = server.receive()  # answered under its own id (read from the cut body)
+        assert cut["error"]["code"] == -32700 and cut["id"] == "short"
         assert server.response("after-short")["result"] == {"sessions": []}
-        # too long: the body swallows the start of the next frame; both messages are still answered
+        # too long: the body swallows the start of the next frame; both messages are answered, once
         server.write(frame({"jsonrpc": "2.0", "id": "long", "method": "session/list", "params": {}}, 30)
                      + frame({"jsonrpc": "2.0", "id": "after-long", "method": "session/list", "params": {}}))
-        answers = [server.receive() for _ in range(3)]
-        assert answers[0]["error"]["code"] == -32700
-        assert {a.get("id") for a in answers[1:]} == {"long", "after-long"}
-        assert all(a["result"] == {"sessions": []} for a in answers[1:])
+        answers = [server.receive() for _ in range(2)]
+        assert [a.get("id") for a in answers] == ["long", "after-long"]
+        assert all(a["result"] == {"sessions": []} for a in answers)
+        assert server.request("ping", "session/list", {})["id"] == "ping"  # nothing else was queued
         assert server.shutdown() == 0
     finally:
         server.kill()

@@ -148,12 +148,27 @@ class CompactdProtocol(LanguageServerProtocol):
         if error is None and msg_id not in self._result_types and self.writer is not None:
             try:
                 body = orjson.dumps({"jsonrpc": "2.0", "id": msg_id, "result": result})
-            except TypeError:
-                pass
+            except TypeError:  # (also orjson's 254-level depth limit)
+                problem = self._unencodable(result)
+                if problem is not None:  # pygls would log it where no one looks and answer nothing
+                    log.warning("answer to %r not sent: %s", msg_id, problem)
+                    result, error = None, types.ResponseError(
+                        code=int(Code.INVALID_SESSION_FILE),
+                        message=f"The answer could not be encoded as JSON: {problem}")
             else:
                 self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
                 return
         super()._send_response(msg_id, result=result, error=error)
+
+    def _unencodable(self, result: Any) -> str | None:
+        """Why pygls' encoder would fail on `result`, or None when it would not."""
+        try:
+            json.dumps(result, default=self._serialize_message)
+        except RecursionError:
+            return "it holds data nested too deeply (over about 900 levels, e.g. an entry of the session file)"
+        except (TypeError, ValueError) as exc:
+            return f"{type(exc).__name__}: {exc}"
+        return None
 
     def _check_handler_result(self, future: Future[Any]) -> None:  # type: ignore[override]
         if not future.cancelled() and (exc := future.exception()) is not None:
@@ -177,15 +192,34 @@ class CompactdProtocol(LanguageServerProtocol):
 
     def receive_body(self, body: bytes) -> bool:
         """One framed message: parse, validate the envelope, dispatch. Never raises; returns False
-        when the body is not JSON (the reader may then resynchronize)."""
+        (answering nothing) when the body is not JSON: the reader then looks for where its framing
+        went wrong and answers what is left with `answer_unparsable`."""
         try:
             data = json.loads(body)
-        except (ValueError, UnicodeDecodeError) as exc:
-            log.warning("parse error on input: %s", exc)
-            self.send_error(None, Code.PARSE_ERROR, f"Parse error: {exc}")
+        except (ValueError, UnicodeDecodeError):
             return False
+        except RecursionError:  # the C scanner's depth guard (~1000 levels)
+            msg_id = salvage_id(body)
+            log.warning("message nested too deeply refused (id %r, %d bytes)", msg_id, len(body))
+            self.send_error(msg_id, Code.INVALID_REQUEST,
+                            "Invalid request: JSON nested too deeply (limit about 900 levels)")
+            return True
         self._dispatch(data)
         return True
+
+    def answer_unparsable(self, body: bytes) -> None:
+        """ParseError for a body (or the part of one) that is not JSON, with its id when one can be
+        read, so a client waiting for that request is not left waiting."""
+        try:
+            json.loads(body)
+            reason = "not JSON"
+        except (ValueError, UnicodeDecodeError) as exc:
+            reason = str(exc)
+        except RecursionError:
+            reason = "nested too deeply"
+        msg_id = salvage_id(body)
+        log.warning("parse error on input (id %r): %s", msg_id, reason)
+        self.send_error(msg_id, Code.PARSE_ERROR, f"Parse error: {reason}")
 
     def _dispatch(self, data: Any) -> None:
         if not isinstance(data, dict):
@@ -223,6 +257,8 @@ class CompactdProtocol(LanguageServerProtocol):
             # to this call. LSP's typed requests take pygls' way below.
             contextvars.copy_context().run(self._handle_request, msg_id, method, data.get("params"))
             return
+        if not is_request and method in _CANCELS and not _valid_cancel(method, data.get("params")):
+            return
         try:
             message = self.structure_message(data)
         except JsonRpcException as exc:
@@ -239,6 +275,21 @@ class CompactdProtocol(LanguageServerProtocol):
             log.error("failed to handle %s", method or "message", exc_info=exc)
             if is_request:
                 self.send_error(msg_id, Code.INTERNAL_ERROR, f"Internal error: {type(exc).__name__}")
+
+
+# Cancel notifications and the field that names what to cancel: pygls looks it up in a dict, so
+# an object or a list there raised TypeError (a traceback in the log for a client's mistake).
+_CANCELS = {"$/cancelRequest": "id", types.WINDOW_WORK_DONE_PROGRESS_CANCEL: "token"}
+
+
+def _valid_cancel(method: str, params: Any) -> bool:
+    field = _CANCELS[method]
+    value = params.get(field) if isinstance(params, dict) else None
+    if isinstance(value, (str, int)) and not isinstance(value, bool):
+        return True
+    log.warning("%s ignored: %s must be a string or an integer, not %s", method, field,
+                "missing" if value is None else type(value).__name__)
+    return False
 
 
 def _is_notification(method: Any) -> bool:
@@ -271,28 +322,40 @@ def _camel_path(path: str) -> str:
 # --- framing ---------------------------------------------------------------------------------
 
 _HEADER = re.compile(rb"^([A-Za-z0-9-]+)\s*:\s*(.*)$")
+_NEXT_FRAME = b"Content-Length:"
+# A frame header inside a body still arriving: raw CR/LF never occur inside a JSON string and
+# `Content-Length:` is not JSON outside one, so this is the next frame, not part of the body.
+_RAW_HEADER = re.compile(rb"Content-Length:[ \t]*\d+\r?\n")
+_RAW_HEADER_SPAN = 48  # bytes before its line feed that a `_RAW_HEADER` may take
 
 
 class FrameReader:
     """Incremental LSP base-protocol parser: headers, blank line, Content-Length bytes of body.
 
-    It resynchronizes after bad framing instead of losing the stream: lines that are not headers
-    are skipped (a header glued to the end of garbage is still found), a bad Content-Length drops
-    its header block, and a body that is not JSON because its Content-Length was too long is split
-    at the next frame header found inside it (the part before is still tried as a message).
+    It resynchronizes after bad framing instead of losing the stream (every request that arrives
+    whole is answered once): lines that are not headers are skipped (a header glued to the end of
+    garbage is still found), a bad Content-Length drops its header block, and a body that is not
+    JSON is taken apart — a JSON value at its start is still handled, the bytes from the first
+    frame header in it (or the start of one at its end) are read again as frames, and what is
+    left is answered with ParseError (its id, when one can be read). A body still arriving that
+    holds a frame header is cut there at once: the declared length was too long (or the frame had
+    no body), and the client may be waiting for the answer before it writes more.
     """
 
     def __init__(self, on_body: Callable[[bytes], bool], *, max_bytes: int | None = None,
-                 on_oversized: Callable[[int, int], None] | None = None) -> None:
+                 on_oversized: Callable[[int, int], None] | None = None,
+                 on_garbage: Callable[[bytes], None] | None = None) -> None:
         self._buffer = bytearray()
         self._length: int | None = None
         self._in_headers = False
         self._bad_header = False
-        self._on_body = on_body  # returns False when the body is not valid JSON
+        self._on_body = on_body  # returns False (and answers nothing) when the body is not JSON
+        self._on_garbage = on_garbage  # a body or part of one that is not JSON: answer ParseError
         self.max_bytes = max_bytes if max_bytes is not None else max_message_bytes()
         self._on_oversized = on_oversized  # (declared length, limit): answer the client
         self._oversized: int | None = None  # Content-Length above the limit in this header block
         self._skip = 0  # body bytes of a refused frame still to discard
+        self._scanned = 0  # bytes of an incomplete body already searched for a frame header
 
     def feed(self, data: bytes) -> None:
         self._buffer += data
@@ -302,13 +365,27 @@ class FrameReader:
     def _deliver(self, body: bytes) -> None:
         if self._on_body(body):
             return
-        cut = body.find(_NEXT_FRAME, 1)
+        self._recover(body)
+
+    def _recover(self, body: bytes) -> None:
+        """A body that is not JSON: handle a JSON value at its start, read what follows from the
+        first frame header (or a header's beginning at the very end) as frames again, and answer
+        ParseError for the rest."""
+        cut = body.find(_NEXT_FRAME)
         if cut < 0:
-            return
-        head = body[:cut]
+            cut = len(body) - _partial_header_at_end(body)
+        head, rest = body[:cut], body[cut:]
         if head.strip():
-            self._on_body(head)
-        self._buffer[:0] = body[cut:]
+            end = _json_prefix(head)
+            if end and self._on_body(head[:end]):
+                if head[end:].strip():
+                    log.warning("skipping %d bytes after a message whose Content-Length was too long",
+                                len(head) - end)
+            elif self._on_garbage is not None:
+                self._on_garbage(head)
+        if rest:
+            log.warning("frame header found inside a body (its Content-Length was wrong); reading from it")
+            self._buffer[:0] = rest
 
     def _step(self) -> bool:
         if self._skip:
@@ -318,10 +395,11 @@ class FrameReader:
             return self._skip == 0 and bool(self._buffer)
         if self._length is not None and not self._in_headers:
             if len(self._buffer) < self._length:
-                return False
+                return self._cut_incomplete()
             body = bytes(self._buffer[: self._length])
             del self._buffer[: self._length]
             self._length = None
+            self._scanned = 0
             self._deliver(body)
             return True
         newline = self._buffer.find(b"\n")
@@ -372,8 +450,99 @@ class FrameReader:
                 self._bad_header = True
         return True
 
+    def _cut_incomplete(self) -> bool:
+        """The body is not all here: if what has arrived holds a frame header, the body ends
+        there (handled now, the header read as the next frame). Each byte is searched once, for a
+        line feed (memchr speed; compact JSON has none); only a line ending in a digit is checked."""
+        buffer = self._buffer
+        newline = buffer.find(b"\n", self._scanned)
+        self._scanned = len(buffer)
+        while newline >= 0:
+            if newline and buffer[newline - 1 - (buffer[newline - 1] == 13 and newline > 1)] in _DIGITS:
+                found = _RAW_HEADER.search(buffer, max(0, newline - _RAW_HEADER_SPAN), newline + 1)
+                if found is not None:
+                    return self._cut_at(found.start())
+            newline = buffer.find(b"\n", newline + 1)
+        return False
 
-_NEXT_FRAME = b"Content-Length:"
+    def _cut_at(self, cut: int) -> bool:
+        body = bytes(self._buffer[:cut])
+        del self._buffer[:cut]
+        self._length = None
+        self._scanned = 0
+        if body.strip():
+            self._deliver(body)
+        else:
+            log.warning("frame without a body (Content-Length but no bytes before the next header)")
+        return True
+
+
+_DIGITS = frozenset(b"0123456789")
+
+
+def _partial_header_at_end(body: bytes) -> int:
+    """How many bytes at the end of `body` are the beginning of a frame header (`Content-Le`)."""
+    for size in range(min(len(_NEXT_FRAME) - 1, len(body)), 0, -1):
+        if body.endswith(_NEXT_FRAME[:size]):
+            return size
+    return 0
+
+
+_DECODER = json.JSONDecoder()
+
+
+def _json_prefix(data: bytes) -> int:
+    """The length of the JSON value at the start of `data` (leading whitespace included), or 0."""
+    try:
+        text = data.decode()
+        start = len(text) - len(text.lstrip())
+        _, end = _DECODER.raw_decode(text, start)
+    except (ValueError, RecursionError):
+        return 0
+    return len(text[:end].encode())
+
+
+def salvage_id(body: bytes) -> int | str | None:
+    """The `id` of a request whose body cannot be parsed (cut short, nested too deeply), read from
+    its top-level object without recursion; None when there is none to read."""
+    text = body.decode(errors="replace")
+    pos = len(text) - len(text.lstrip())
+    if not text.startswith("{", pos):
+        return None
+    depth, size = 0, len(text)
+    while pos < size:
+        char = text[pos]
+        if char == '"':
+            end = pos + 1
+            while True:
+                end = text.find('"', end)
+                if end < 0:
+                    return None
+                back = end - 1
+                while text[back] == "\\":
+                    back -= 1
+                if (end - 1 - back) % 2 == 0:  # not an escaped quote
+                    break
+                end += 1
+            after = end + 1
+            while after < size and text[after] in " \t\r\n":
+                after += 1
+            if depth == 1 and text.startswith(":", after) and text[pos + 1:end] == "id":
+                try:
+                    value, _ = _DECODER.raw_decode(text[after + 1:].lstrip())
+                except (ValueError, RecursionError):
+                    return None
+                return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+            pos = end + 1
+            continue
+        if char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+            if depth == 0:
+                return None
+        pos += 1
+    return None
 
 
 INPUT_CHUNK_BYTES = 1 << 20

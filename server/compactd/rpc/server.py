@@ -337,7 +337,8 @@ class CompactdServer(LanguageServer):
                 self.exit_code = 0 if self.protocol._shutdown else 1
                 self._stop.set()  # type: ignore[union-attr]
 
-        reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized)
+        reader = FrameReader(self.protocol.receive_body, on_oversized=self.protocol.reject_oversized,
+                             on_garbage=self.protocol.answer_unparsable)
         loop_input = reader_starter(loop, reader, on_eof)
         if loop_input is not None and isinstance(self.protocol.writer, FdWriter):
             self.protocol.writer.follow(loop_input)
