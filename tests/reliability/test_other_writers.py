@@ -189,3 +189,27 @@ def test_pi_style_writer_beside_daemon_appends_and_automatic_prunes_loses_nothin
         if writer.poll() is None:
             writer.kill()
         daemon.kill()
+
+
+def test_a_batch_append_that_fails_half_way_leaves_file_and_daemon_as_they_were(tmp_path: Path) -> None:
+    """Item 10: the second entry of a batch cannot be written (a lone surrogate in its data has no
+    UTF-8 form). Before, the first entry was written and kept in memory although the request failed."""
+    path = tmp_path / "s.jsonl"
+    write_session(path, tmp_path, turns=2)
+    before = path.read_bytes()
+    daemon = start(path)
+    try:
+        count = entry_count(daemon)
+        body = ('{"jsonrpc":"2.0","id":"batch","method":"session/append","params":{"sessionId":"e2e-session",'
+                '"entries":[{"type":"message","message":{"role":"user","content":"first","timestamp":1}},'
+                '{"type":"custom","customType":"x","data":"\\ud800"}]}}').encode()
+        daemon.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert "error" in daemon.response("batch")
+        assert path.read_bytes() == before
+        assert entry_count(daemon) == count
+        after = daemon.request("ok", "session/append", {"sessionId": "e2e-session", "entries": [
+            {"type": "message", "message": user_message("next", 2)}]})["result"]
+        assert [e["id"] for e in Session.open(path).entries][-1] == after["leafId"]
+        assert entry_count(daemon) == count + 1
+    finally:
+        daemon.kill()

@@ -633,12 +633,15 @@ class Session(TreeQueries):
         try:
             obj = orjson.loads(raw)
         except orjson.JSONDecodeError:
-            return self._skip_line(line_no, "invalid JSON appended by another process; skipped")
+            self._skip_line(line_no, "invalid JSON appended by another process; skipped")
+            return None
         entry_id = obj.get("id") if isinstance(obj, dict) else None
         if not isinstance(obj.get("type") if isinstance(obj, dict) else None, str) or not isinstance(entry_id, str):
-            return self._skip_line(line_no, "entry appended by another process has no id/type; skipped")
+            self._skip_line(line_no, "entry appended by another process has no id/type; skipped")
+            return None
         if entry_id in self.by_id:
-            return self._skip_line(line_no, f"duplicate id {entry_id} appended by another process; skipped")
+            self._skip_line(line_no, f"duplicate id {entry_id} appended by another process; skipped")
+            return None
         check_parent(obj, line_no, self.warnings)
         self.entries.append(obj)
         self.by_id[entry_id] = obj
@@ -655,7 +658,6 @@ class Session(TreeQueries):
     def _skip_line(self, line_no: int, message: str) -> None:
         self.warnings.append(LoadWarning(line_no, message))
         self._skipped_lines = True
-        return None
 
     def _backup_original(self) -> None:
         """D-16: keep the pre-migration bytes as `<file>.v<N>.bak` before the first rewrite.
