@@ -54,10 +54,23 @@ def method(name: str, model: type[P]) -> Callable[[Callable[[CompactdServer, P],
         @functools.wraps(fn)
         async def handler(ls: CompactdServer, raw: Any) -> Any:
             params = s.parse(model, raw)
+            session_id = getattr(params, "session_id", None)
+            if not isinstance(session_id, str):
+                try:
+                    return await fn(ls, params)
+                except Exception as exc:
+                    raise to_rpc_error(exc) from exc
+            # In arrival order per session (order.py); opens that arrived earlier may add it.
+            opens = ls.order.opens_in_flight()
+            turn = await ls.order.enter(session_id)
             try:
+                if opens and ls.registry.find(session_id) is None:
+                    await asyncio.wait(opens)
                 return await fn(ls, params)
             except Exception as exc:
                 raise to_rpc_error(exc) from exc
+            finally:
+                ls.order.leave(turn)
 
         _HANDLERS.append((name, handler))
         return fn
@@ -102,6 +115,11 @@ def _leaf_arg(session: Session, params: s.LeafParams) -> tuple[bool, str | None]
 
 @method("session/open", s.OpenParams)
 async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, Any]:
+    with ls.order.opening() as registered:
+        return await _open(ls, params, registered)
+
+
+async def _open(ls: CompactdServer, params: s.OpenParams, registered: asyncio.Future[None]) -> dict[str, Any]:
     path = _path(params.path)
     existing = ls.registry.find_path(path)
     if existing is not None:
@@ -113,6 +131,7 @@ async def session_open(ls: CompactdServer, params: s.OpenParams) -> dict[str, An
     size = path.stat().st_size if path.is_file() else 0
     session = await ls.off_loop(load_frozen, functools.partial(Session.open, path, cwd=params.cwd), size)
     handle = ls.registry.add(session)
+    registered.set_result(None)  # the requests behind this open may go on
     if handle.session is session:
         # The panel's tree index and the leaf's screen, built now in a worker so the first screen
         # is only a page away.

@@ -547,6 +547,28 @@ def salvage_id(body: bytes) -> int | str | None:
 
 INPUT_CHUNK_BYTES = 1 << 20
 
+# Input read ahead while the client is not reading its answers (bytes, besides the one frame the
+# reader is assembling): past it the daemon stops reading until the client reads, so a client that
+# writes and never reads cannot grow the daemon without bound (it grew to 1.68 GiB on 1.5 GiB
+# written). Override with COMPACTD_MAX_INPUT_BUFFER_BYTES.
+DEFAULT_MAX_INPUT_BUFFER_BYTES = 16 * 1024 * 1024
+MAX_INPUT_BUFFER_ENV = "COMPACTD_MAX_INPUT_BUFFER_BYTES"
+
+
+def max_input_buffer_bytes(env: dict[str, str] | None = None) -> int:
+    raw = (env if env is not None else os.environ).get(MAX_INPUT_BUFFER_ENV, "")
+    if raw.strip().isdigit() and int(raw) > 0:
+        return int(raw)
+    if raw:
+        log.warning("%s=%r is not a positive integer; using %d", MAX_INPUT_BUFFER_ENV, raw[:40],
+                    DEFAULT_MAX_INPUT_BUFFER_BYTES)
+    return DEFAULT_MAX_INPUT_BUFFER_BYTES
+
+
+def _log_input_full(held: int, limit: int) -> None:
+    log.warning("client is not reading its answers and %d bytes of its input wait (limit %d bytes, %s); "
+                "not reading more until it reads", held, limit, MAX_INPUT_BUFFER_ENV)
+
 
 def start_stdin_reader(loop: asyncio.AbstractEventLoop, reader: FrameReader,
                        on_eof: Callable[[], None]) -> LoopInput | None:
@@ -580,6 +602,9 @@ class LoopInput:
         self._open = True
         self._lock = threading.Lock()  # reads and their order in `_pending`
         self._pending: list[bytes] = []
+        self._held = 0  # bytes in `_pending`
+        self._limit = max_input_buffer_bytes()
+        self._full = False  # logged once per time the limit is reached
         os.set_blocking(fd, False)
         loop.add_reader(fd, self._on_readable)
 
@@ -596,6 +621,7 @@ class LoopInput:
                 chunk = b""
             if chunk:
                 self._pending.append(chunk)
+                self._held += len(chunk)
                 return
             self._open = False
         self._loop.call_soon_threadsafe(self._end)
@@ -611,16 +637,21 @@ class LoopInput:
 
     def _feed(self) -> None:
         with self._lock:
-            chunks, self._pending = self._pending, []
+            chunks, self._pending, self._held = self._pending, [], 0
         for chunk in chunks:
             self._reader.feed(chunk)
 
     def wait_writable(self, out_fd: int) -> None:
         """Until `out_fd` takes more bytes, take in what the client writes (handled afterwards)."""
         while True:
-            watched = [self._fd] if self._open else []
+            room = self._held < self._limit
+            if not room and not self._full:
+                self._full = True
+                _log_input_full(self._held, self._limit)
+            watched = [self._fd] if self._open and room else []
             readable, writable, _ = select.select(watched, [out_fd], [])
             if writable:
+                self._full = False
                 return
             if readable:
                 self._take()
@@ -653,9 +684,24 @@ def _own_pipe_or_socket(fd: int) -> bool:
 def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_eof: Callable[[], None]) -> None:
     """Read stdin on a daemon thread (a blocked read must not keep the process alive)."""
     fd = sys.stdin.fileno()
+    limit = max_input_buffer_bytes()
+    queued = 0  # bytes handed to the loop and not yet fed (the limit above applies)
+    taken = threading.Condition()
+
+    def feed(chunk: bytes) -> None:
+        nonlocal queued
+        with taken:
+            queued -= len(chunk)
+            taken.notify()
+        reader.feed(chunk)
 
     def pump() -> None:
+        nonlocal queued
         while True:
+            with taken:
+                if queued >= limit:
+                    _log_input_full(queued, limit)
+                    taken.wait_for(lambda: queued < limit)
             try:
                 chunk = os.read(fd, 65536)
             except OSError:
@@ -663,7 +709,9 @@ def start_stdin_thread(loop: asyncio.AbstractEventLoop, reader: FrameReader, on_
             if not chunk:
                 loop.call_soon_threadsafe(on_eof)
                 return
-            loop.call_soon_threadsafe(reader.feed, chunk)
+            with taken:
+                queued += len(chunk)
+            loop.call_soon_threadsafe(feed, chunk)
 
     threading.Thread(target=pump, name="compactd-stdin", daemon=True).start()
 

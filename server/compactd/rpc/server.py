@@ -33,6 +33,7 @@ from compactd.summarize.base import Summarizer
 from .answers import EncodedAnswer, encoded_quietly
 from .errors import Code, RpcError
 from .hooks import RpcHooks
+from .order import SessionOrder
 from .progress import ProgressReporter, acquire_token
 from .protocol import CompactdProtocol, FdWriter, FrameReader, LoopInput, make_converter, start_stdin_reader
 from .schema import InitOptions
@@ -116,6 +117,7 @@ class CompactdServer(LanguageServer):
             converter_factory=make_converter,
         )
         self.registry = SessionRegistry()
+        self.order = SessionOrder()  # requests of a session in arrival order (order.py)
         self.options = ClientOptions()
         self._settings = SettingsCache()
         self.jobs: list[Job] = []
@@ -216,6 +218,7 @@ class CompactdServer(LanguageServer):
         job); `window/workDoneProgress/cancel` and `session/abort` cancel the job (we answer
         RequestCancelled naming the route). The engine writes nothing until the summary is done."""
         handle.ensure_idle(action)
+        self.order.leave_current()  # the job runs on its own: later requests need not wait for it
         token = await acquire_token(self, client_token) if progress or client_token is not None else None
         handle.ensure_idle(action)  # re-check: another request may have started meanwhile
         reporter = ProgressReporter(self, token, title)
@@ -288,13 +291,15 @@ class CompactdServer(LanguageServer):
         `entries` and `by_id`, so every parent link the worker follows stays as it was."""
         return PathView(session.entries, session.by_id, session.leaf_id)
 
-    @staticmethod
-    async def off_loop(fn: Callable[..., T], *args: Any) -> T:
+    async def off_loop(self, fn: Callable[..., T], *args: Any) -> T:
+        """`fn` in a worker thread, on what the handler captured from the session: the requests
+        of the session behind this one may start meanwhile (order.py)."""
+        self.order.leave_current()
         return await asyncio.to_thread(fn, *args)
 
-    @staticmethod
-    async def off_loop_encoded(build: Callable[[], Any]) -> EncodedAnswer:
+    async def off_loop_encoded(self, build: Callable[[], Any]) -> EncodedAnswer:
         """`build()` in a worker, its JSON answer encoded there as well (`answers.py`)."""
+        self.order.leave_current()
         return await asyncio.to_thread(encoded_quietly, build)
 
     # --- stdio loop ----------------------------------------------------------------------------

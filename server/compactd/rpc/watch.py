@@ -58,7 +58,8 @@ async def resync(ls: CompactdServer, handle: SessionHandle, *, strict: bool = Fa
             result = session.sync(reload=False)
             if result.stale and not handle.running():
                 assert session.file is not None
-                raw = await ls.off_loop(session.file.read)  # a big file is parsed off the loop
+                # A big file is parsed off the loop, the request's turn kept (order.py).
+                raw = await asyncio.to_thread(session.file.read)
                 if not handle.running():  # (an automatic compaction may have started meanwhile)
                     session.reload(raw)
                     reloaded = True
