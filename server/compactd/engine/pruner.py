@@ -24,6 +24,7 @@ from ..compaction.prune import PrunePlan, PruneSettings, plan_prune
 from ..session import Session
 from ..session.clock import now_ms
 from ..session.lines import encode_line
+from ..session.store import pruned_archive_path
 from ._model import EngineModel
 from .settings import Settings
 
@@ -46,7 +47,7 @@ def prune_settings(settings: Settings) -> PruneSettings:
 
 
 def archive_path(session_path: Path) -> Path:
-    return session_path.with_name(session_path.name + ".pruned.jsonl")
+    return pruned_archive_path(session_path)  # (the session layer looks for it too, on open)
 
 
 def _append_archive(path: Path, lines: Iterable[str]) -> None:

@@ -319,15 +319,18 @@ class Landed:
 
 def _landed(region: bytes, first_line: int, lines: Sequence[bytes]) -> list[Landed]:
     """The lines of `region` (complete lines) in file order, ours recognised by their bytes (each
-    holds a fresh id, so no foreign line has the same bytes)."""
-    ours = {bytes(line): n for n, line in enumerate(lines)}
+    entry of ours holds a fresh id, so no foreign line has the same bytes)."""
+    ours: dict[bytes, list[int]] = {}
+    for n, line in enumerate(lines):
+        ours.setdefault(bytes(line), []).append(n)  # (lines carried over for another writer may repeat)
     found: list[Landed] = []
     line_no = first_line
     pos = 0
     while pos < len(region):
         newline = region.index(b"\n", pos)
         raw = region[pos : newline + 1]
-        index = ours.pop(raw, -1)
+        waiting = ours.get(raw)
+        index = waiting.pop(0) if waiting else -1
         found.append(Landed(line_no, index, raw[:-1] if index < 0 else b""))
         line_no += 1
         pos = newline + 1
@@ -496,13 +499,14 @@ class SessionFile:
         self.prelude = b""
         self.state = FileState(st.st_ino, st.st_size, st.st_mtime_ns, True, len(lines), 0, sampled)
 
-    def append(self, lines: Sequence[bytes]) -> list[Landed]:
+    def append(self, lines: Sequence[bytes]) -> list[Landed] | None:
         """Append complete lines (each ending with a newline) with one write, and return every line
         between the bytes we knew and the end of ours, in file order: ours, and those another writer
         appended meanwhile (Pi appends with no lock, one write per line). A torn final line is ended
         first (D-18). Nothing is counted as known that was not read. If the write fails (full disk)
         the bytes already written are cut off again, unless someone else wrote after them. On any
-        error what we know of the file is as before, so the next check reads whatever did land."""
+        error what we know of the file is as before, so the next check reads whatever did land.
+        None: only our lines landed there, in order (the usual case)."""
         known = self.state
         try:
             return self._append(lines, 0)
@@ -510,7 +514,7 @@ class SessionFile:
             self.state = known
             raise
 
-    def _append(self, lines: Sequence[bytes], attempt: int) -> list[Landed]:
+    def _append(self, lines: Sequence[bytes], attempt: int) -> list[Landed] | None:
         known = self.state
         assert known is not None
         parts = list(lines) if known.ends_with_newline else [b"\n", *lines]
@@ -538,6 +542,8 @@ class SessionFile:
         first_line = known.lines + (1 if known.torn_from < 0 else 0)
         self.state = FileState(inode, end, st.st_mtime_ns, True, first_line - 1 + region.count(b"\n"),
                                known.prelude_len, sampled)
+        if region == data:
+            return None  # the usual case: only ours, nothing else landed
         landed = _landed(region, first_line, lines)
         found = {item.ours for item in landed}
         missing = [n for n in range(len(lines)) if n not in found]
@@ -546,8 +552,13 @@ class SessionFile:
                 raise ConcurrentModificationError(
                     f"Another process is writing partial lines to {self.path}; try again")
             again = self._append([lines[n] for n in missing], attempt + 1)
+            if again is None:
+                again = [Landed(self.line_count() - len(missing) + 1 + n, n, b"") for n in range(len(missing))]
             landed += [Landed(item.line, missing[item.ours], item.raw) if item.ours >= 0 else item for item in again]
         return landed
+
+    def line_count(self) -> int:
+        return self.state.lines if self.state is not None else 0
 
     def target(self) -> Path:
         """The file a rewrite replaces: the path itself, or what a symbolic link points to (the
@@ -623,8 +634,12 @@ class SessionFile:
                 complete = tail[: tail.rfind(b"\n") + 1]
                 if complete:
                     lines = [line + b"\n" for line in complete[:-1].split(b"\n")]
+                    first = self.line_count() + 1
+                    found = self.append(lines)
+                    if found is None:
+                        found = [Landed(first + n, n, b"") for n in range(len(lines))]
                     landed += [Landed(item.line, -1, lines[item.ours][:-1] if item.ours >= 0 else item.raw)
-                               for item in self.append(lines)]
+                               for item in found]
                     copied += len(complete)
                     quiet_since = time.monotonic()
             now = time.monotonic()

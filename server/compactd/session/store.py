@@ -244,7 +244,6 @@ class Session(TreeQueries):
         that path; an empty file is initialised; a non-empty invalid file raises; a path that is
         not a regular file (directory, device, FIFO) is refused before anything is read."""
         path = path if isinstance(path, Path) else Path(path)
-        remove_stale_temps(path)  # left by a compactd killed while it rewrote or backed up this file
         file = SessionFile(path)
         try:
             with gc_paused():
@@ -260,6 +259,12 @@ class Session(TreeQueries):
         session = cls(raw.header, None, None)
         session.file = file
         session._take(raw)
+        if session.warnings or session.migrated_from is not None or os.path.exists(f"{path}.pruned.jsonl"):
+            # Only a file compactd rewrites or backs up (migrated, damaged, pruned: the archive is
+            # written before the rewrite) can have a temp file of a killed compactd beside it; the
+            # folder is listed only then (a listing of a few hundred names costs ~100 us; the
+            # archive's name is `pruned_archive_path`, spelled out here to spare an open the Path).
+            remove_stale_temps(path)
         return session
 
     def _take(self, raw: RawFile) -> None:
@@ -515,6 +520,10 @@ class Session(TreeQueries):
             if self.migrated_from is not None:
                 self.rewrite(checked=True)
             landed = self.file.append(_encode(new_entries))
+            if landed is None:  # only ours landed
+                for entry in new_entries:
+                    self._commit(entry)
+                return
             foreign: list[str] = []
             for item in landed:
                 if item.ours >= 0:
@@ -755,6 +764,11 @@ def promote_young_objects() -> None:
     if gc.get_freeze_count() == 0:
         gc.freeze()
         gc.unfreeze()
+
+
+def pruned_archive_path(path: Path) -> Path:
+    """Pruning's archive beside the file, `<file>.pruned.jsonl` (`engine.pruner.archive_path`)."""
+    return path.with_name(path.name + ".pruned.jsonl")
 
 
 def _is_assistant(entry: Entry) -> bool:
