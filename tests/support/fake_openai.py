@@ -40,6 +40,14 @@ Quirks of real OpenAI-compatible servers (constructor options, all off by defaul
   runs (llama-cpp-python's server, whose `interrupt_requests` setting is on by default).
   `interrupted` counts the streams cut that way.
 
+Hostile servers (issue 26), per `Reply`:
+- `echo_authorization=True`: the streamed completion quotes the request's Authorization header,
+  a few characters per chunk (a proxy or a debugging server echoing what it got).
+- `no_events=True`: `200 text/event-stream`, then the stream closes without a single event
+  (llama.cpp's answer to a prompt over its window when no error field is sent).
+- Plain-text error bodies (`Reply(status=..., body="text")`) and redirects
+  (`Reply(status=307, body="", headers={"location": ...})`) need no option.
+
 Manual runs / benchmarks:
     python -m tests.support.fake_openai --port 8765 --delay 0.05 --chunks 20
 """
@@ -49,6 +57,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import collections
+import dataclasses
 import json
 import math
 import threading
@@ -94,6 +103,8 @@ class Reply:
     # `error: {...}` (non-standard SSE field), "vllm-legacy" `data: {"object": "error", ...}`.
     stream_error_format: str = "openai"
     send_done: bool = True  # send `data: [DONE]`
+    echo_authorization: bool = False  # stream the request's Authorization header after the chunks
+    no_events: bool = False  # headers of an event stream, then close without any event
     model: str = "fake-model"
 
     # -- constructors -------------------------------------------------------------------------
@@ -388,8 +399,13 @@ class FakeOpenAI:
                 **reply.headers,
             },
         )
+        if reply.no_events:
+            return await out.end()
         if not await out.event(chunk({"role": "assistant", "content": ""})):
             return False
+        if reply.echo_authorization:
+            echoed = f" (you sent: {request.headers.get('authorization', '')})"
+            reply = dataclasses.replace(reply, chunks=[*reply.chunks, *(echoed[i:i + 5] for i in range(0, len(echoed), 5))])
         for piece in reply.reasoning_chunks:
             if not await out.event(chunk({"reasoning_content": piece})):
                 return False

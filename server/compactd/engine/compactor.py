@@ -363,6 +363,8 @@ async def _summarize_history(
         return await calls.checked(request, calls.headings, "history summary", max_tokens)
     except ContextOverflowError as err:
         window = err.context_window
+        if window is None and "summarizer.contextWindow" in str(err):  # the hint is there already
+            raise
         if window is None:  # e.g. llama.cpp's older text names no size: nothing to plan with
             raise ContextOverflowError(
                 f"{err} (set summarizer.contextWindow to the server's context size, e.g. llama.cpp's --ctx-size, "

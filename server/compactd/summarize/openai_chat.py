@@ -35,7 +35,11 @@ Usage: when the server sends no usage chunk (llama-cpp-python and others ignore
 `stream_options.include_usage`), the result carries an estimate — tiktoken counts of the prompt
 (system + user message) and of the reply text — marked `"estimated": true`.
 The API key is read from the environment variable named in the config at call time and never
-appears in reprs or error texts.
+appears in reprs or error texts. What the server sends back may hold it (an error page quoting the
+request, a proxy echoing the Authorization header into the completion): the key and every piece
+of it of 8 characters or more are masked in error texts (before they are shortened), in the
+streamed text and in the summary (`masking.py`). A redirect to another origin is never followed:
+the conversation would go to a server nobody configured.
 """
 
 from __future__ import annotations
@@ -81,6 +85,7 @@ from .base import (
     token_cap_message,
     tool_call_message,
 )
+from .masking import KeyMask
 from .retry import (
     TRANSIENT_TEXT,
     RetryPolicy,
@@ -275,17 +280,22 @@ class OpenAIChatSummarizer:
         return key
 
     def _client(self, key: str | None) -> openai.AsyncOpenAI:
+        timeout = openai.Timeout(self.config.timeout_seconds)
         return _client_class()(
             api_key=key or _PLACEHOLDER_KEY,
             base_url=self.config.endpoint,
             max_retries=0,  # we retry ourselves (policy from settings, Retry-After cap)
-            timeout=openai.Timeout(self.config.timeout_seconds),
+            timeout=timeout,
+            http_client=openai.DefaultAsyncHttpxClient(timeout=timeout,
+                                                       event_hooks={"response": [_refuse_cross_origin]}),
         )
 
     async def _attempt(
         self, request: SummaryRequest, on_text: OnText | None, key: str | None
     ) -> SummaryResult:
         label = kind_label(request.kind)
+        mask = KeyMask(key)
+        shown = mask.stream()
         body = self.build_body(request, str(uuid.uuid4()))
         parts: list[str] = []
         usage_raw: dict[str, Any] | None = None
@@ -298,6 +308,8 @@ class OpenAIChatSummarizer:
                 stream = await client.chat.completions.create(**body)
             except openai.APIError as exc:
                 raise self._classify(exc, label, key) from None
+            except _redirect_refused() as exc:
+                raise SummarizationError(f"{label} failed: {exc}") from None
             content_type = _content_type(stream)
             try:
                 async for chunk in stream:
@@ -313,8 +325,8 @@ class OpenAIChatSummarizer:
                                 saw_tool_call = True
                             if delta.content:
                                 parts.append(delta.content)
-                                if on_text is not None:
-                                    on_text(delta.content)
+                                if on_text is not None and (visible := shown.feed(delta.content)):
+                                    on_text(visible)
                         if choice.finish_reason:
                             finish = choice.finish_reason
             except openai.APIError as exc:
@@ -330,7 +342,9 @@ class OpenAIChatSummarizer:
                 # Closing the response tells the server we are gone (also on cancellation).
                 await stream.close()
 
-        text = "".join(parts)
+        if on_text is not None and (visible := shown.flush()):
+            on_text(visible)
+        text = mask.text("".join(parts))
         if finish is None and chunks == 0 and not content_type.startswith("text/event-stream"):
             # Not a dropped stream: the server answered with something else (a plain JSON body, an
             # HTML page), which asking again will not change.
@@ -339,6 +353,11 @@ class OpenAIChatSummarizer:
                 f"(content-type {content_type or 'missing'}); is it an OpenAI-compatible "
                 "/chat/completions endpoint?"
             )
+        if finish is None and chunks == 0 and not request.parallel:
+            # Not one event: llama.cpp's answer to a prompt over its window when it sends no error
+            # field. Asking again would get the same (a parallel call may instead have been
+            # pushed out by its sibling on a one-slot server: the engine runs it again alone).
+            raise ContextOverflowError(await self._empty_stream_message(request, label))
         if finish is None:
             raise StreamCutOffError(
                 f"{label} failed: the response stream from {self.config.endpoint} ended before the answer "
@@ -363,13 +382,26 @@ class OpenAIChatSummarizer:
             )
         return SummaryResult(text=text, usage=usage, model_called=True)
 
+    async def _empty_stream_message(self, request: SummaryRequest, label: str) -> str:
+        from ..compaction.exact_tokens import get_counter
+
+        counter = get_counter(self.config.model)
+        tokens = await asyncio.to_thread(counter.count_text, request.system_prompt + "\n" + request.prompt)
+        window = self.config.context_window
+        assumed = f"; the window assumed now is {window} tokens" if window is not None else ""
+        hint = (f"set summarizer.contextWindow to the server's context size (llama.cpp: --ctx-size{assumed}) "
+                "and compactd will summarize the history in chunks that fit")
+        return (f"{label} failed: {self.config.endpoint} closed the response stream without sending "
+                f"anything, as servers do for a prompt larger than their context window; this prompt "
+                f"is about {tokens} tokens (estimated); not retried; {hint}")
+
     def _in_stream_error(self, chunk: Any, label: str, key: str | None) -> SummarizationError:
         extra = chunk.model_extra or {}
         message = extra.get("message") if isinstance(extra.get("message"), str) else "unknown error"
         return self._classify(openai.APIError(message, request=None, body=extra), label, key)  # type: ignore[arg-type]
 
     def _scrub(self, text: str, key: str | None) -> str:
-        return text.replace(key, "***") if key and len(key) >= 4 else text
+        return KeyMask(key).text(text)
 
     def _classify(self, exc: openai.APIError, label: str, key: str | None) -> SummarizationError:
         cfg = self.config
@@ -384,7 +416,7 @@ class OpenAIChatSummarizer:
             return TransientError(f"{label} failed: connection error talking to {where}{detail}")
         if isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            text = self._scrub(_status_text(exc), key)
+            text = _status_text(exc, KeyMask(key))
             if _is_overflow(text, exc.body):
                 return ContextOverflowError(f"{label} failed: {text}", _window_in(text, exc.body))
             if status == 401:
@@ -475,9 +507,10 @@ def _content_type(stream: Any) -> str:
     return str(value).lower()
 
 
-def _status_text(exc: openai.APIStatusError) -> str:
+def _status_text(exc: openai.APIStatusError, mask: KeyMask) -> str:
     """`<status> <message>` like the JS SDK Pi uses, so M-22 patterns (e.g. Cerebras'
-    `400 status code (no body)`) match the same texts."""
+    `400 status code (no body)`) match the same texts. The key is masked before a long body is
+    shortened (cut first, a key across the cut kept its first part)."""
     body = exc.body
     message: str | None = None
     if isinstance(body, Mapping):
@@ -490,7 +523,33 @@ def _status_text(exc: openai.APIStatusError) -> str:
         if message is None and isinstance(body.get("message"), str):
             message = body["message"]
     elif isinstance(body, str) and body.strip():
-        message = body.strip()[:500]
+        message = mask.text(body.strip())[:500]
     if message is None:
         return f"{exc.status_code} status code (no body)"
-    return f"{exc.status_code} {message}"
+    return f"{exc.status_code} {mask.text(message)}"
+
+
+async def _refuse_cross_origin(response: Any) -> None:
+    """httpx response hook: a redirect to another scheme, host or port is refused before it is
+    followed (the SDK follows redirects; the request body would be sent there)."""
+    if not response.has_redirect_location:
+        return
+    source = response.request.url
+    target = source.join(response.headers["location"])
+    if (target.scheme, target.host, target.port) != (source.scheme, source.host, source.port):
+        where = f"{target.scheme}://{target.host}" + (f":{target.port}" if target.port else "")
+        raise _redirect_refused()(
+            f"{source.scheme}://{source.host}{f':{source.port}' if source.port else ''} answered "
+            f"{response.status_code} redirecting to another origin ({where}); not followed, nothing "
+            "was sent there (set summarizer.baseUrl to the server that answers)")
+
+
+@functools.lru_cache(maxsize=1)
+def _redirect_refused() -> type[Exception]:
+    """The error `_refuse_cross_origin` raises: an OpenAIError, which the SDK passes on as it is
+    (anything else would become a retried connection error)."""
+
+    class RedirectRefused(openai.OpenAIError):  # type: ignore[misc, name-defined]
+        pass
+
+    return RedirectRefused
