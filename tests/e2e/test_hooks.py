@@ -51,6 +51,21 @@ async def test_before_compact_supplies_the_compaction(client: TestClient, fake: 
     assert [n for n, _ in client.hook_calls] == ["session/beforeCompact"]  # compacting is skipped (H-9)
 
 
+async def test_before_compact_naming_an_unknown_first_kept_entry_is_refused(client: TestClient, fake: FakeOpenAI,
+                                                                            tmp_path: Path) -> None:
+    path, ids = await setup(client, fake, tmp_path, hooks=["beforeCompact"])
+    before = path.read_bytes()
+    client.hook_answers["session/beforeCompact"] = lambda event: {"compaction": {
+        "summary": "summary from the extension", "firstKeptEntryId": "no-such-entry",
+        "tokensBefore": event["preparation"]["tokensBefore"]}}
+    error = await call_error(client, "session/compact", {"sessionId": "e2e-session"})
+    assert error.code == -32015  # before: stored as given, and the context became the summary alone
+    assert "'no-such-entry', which is not on the session's current branch" in error.message
+    assert path.read_bytes() == before and fake.requests == []
+    context = await call(client, "session/context", {"sessionId": "e2e-session"})
+    assert [m["entryId"] for m in context["messages"]] == ids  # the session in memory is untouched
+
+
 async def test_before_compact_cancel(client: TestClient, fake: FakeOpenAI, tmp_path: Path) -> None:
     path, _ = await setup(client, fake, tmp_path, hooks=["beforeCompact"])
     before = path.read_bytes()

@@ -626,7 +626,12 @@ async def compact(
             from_hook = False
 
         await _wait_for_tool_results(session, tool_results_timeout, on_progress)
-        if not from_hook and first_kept not in {e["id"] for e in session.get_branch()}:
+        if first_kept not in {e["id"] for e in session.get_branch()}:
+            if from_hook:  # stored as given, the context would be the summary alone
+                raise CompactionError.failed(
+                    f"the before-compact hook's compaction keeps from entry {first_kept!r}, which is not on the "
+                    "session's current branch (firstKeptEntryId must name one of branchEntryIds); nothing was written"
+                )
             raise CompactionError.failed(
                 "the session's leaf moved to another branch while summarizing; the summary no longer fits"
             )
