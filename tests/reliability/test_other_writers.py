@@ -103,6 +103,7 @@ def test_two_daemons_append_at_once_then_one_prunes_and_nothing_is_lost(tmp_path
         lost = [i for i in mine + theirs if i not in on_disk]
         RESULTS["two daemons: acknowledged"] = len(mine) + len(theirs)
         RESULTS["two daemons: lost"] = len(lost)
+        print("\nwriters:", RESULTS)  # (shown with -s: the figures of a long run)
         assert lost == []
         assert_no_orphans(path)
         reloaded = Session.open(path)
@@ -180,6 +181,8 @@ def test_pi_style_writer_beside_daemon_appends_and_automatic_prunes_loses_nothin
         lost_ours = [i for i in ours if i not in on_disk]
         RESULTS["pi-style writer: acknowledged"] = len(theirs) + len(ours)
         RESULTS["pi-style writer: lost"] = len(lost_theirs) + len(lost_ours)
+        RESULTS["pi-style writer: pruned entries"] = len(pruned)
+        print("\nwriters:", RESULTS)  # (shown with -s: the figures of a long run)
         assert lost_theirs == [] and lost_ours == []
         assert_no_orphans(path)
         reloaded = Session.open(path)

@@ -303,7 +303,8 @@ def temp_path_for(path: Path) -> Path:
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 # How long a rewrite watches the old file for late lines: until it stayed still this long, at most
 # the limit (a writer caught mid-line, or one that opened the old file just before the rename).
-CARRY_QUIET_S = 0.02
+# Pi opens, writes one line and closes within microseconds; the daemon rewrites on its event loop.
+CARRY_QUIET_S = 0.002
 CARRY_LIMIT_S = 0.5
 
 
@@ -531,12 +532,13 @@ class SessionFile:
             start = known.torn_from if known.torn_from >= 0 else known.size
             region = os.pread(fd, end - start, start)
             if len(region) != end - start or not region.endswith(b"\n"):
-                raise FileRewrittenError(f"Session file was truncated by another process: {self.path}{_RELOAD}")
+                raise FileRewrittenError(
+                    f"Session file was truncated by another process while we appended to it: {self.path}; reload it")
             st = os.fstat(fd)
             sampled = fingerprint(fd, known.prelude_len, end)
             if _inode_of(self.path) != inode:
-                raise FileRewrittenError(
-                    f"Session file was replaced by another process while we appended to it: {self.path}{_RELOAD}")
+                raise FileRewrittenError(  # (what we wrote went to the old file; its rewriter may have carried it over)
+                    f"Session file was replaced by another process while we appended to it: {self.path}; reload it")
         finally:
             os.close(fd)
         first_line = known.lines + (1 if known.torn_from < 0 else 0)
@@ -645,7 +647,7 @@ class SessionFile:
             now = time.monotonic()
             if (size <= copied and now - quiet_since >= CARRY_QUIET_S) or now >= deadline:
                 return landed
-            time.sleep(0.005)
+            time.sleep(0.001)
 
     def backup(self, base: Path) -> Path:
         """Copy the file's current bytes to `base`, or when that exists with other bytes to the first
