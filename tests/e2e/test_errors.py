@@ -131,6 +131,26 @@ async def test_nothing_to_compact(client: TestClient, fake: FakeOpenAI, tmp_path
     assert await call(client, "session/prepareCompaction", {"sessionId": "e2e-session"}) is None
 
 
+async def test_each_reserve_is_checked_where_it_is_used(client: TestClient, fake: FakeOpenAI, tmp_path: Path) -> None:
+    """A 4096-token summarizer: compaction works with its own reserve below the window; the branch
+    summary's default reserve (16384) is refused only by a branch summary (issue 26 §11). Before,
+    every compaction was refused with the branch summary's reserve."""
+    fake.default = Reply.stream(GOOD_SUMMARY)
+    summarizer = {**fake_summarizer(fake.url), "contextWindow": 4096}
+    await initialize(client, summarizer=summarizer,
+                     settings={"compaction": {"reserveTokens": 1000, "keepRecentTokens": 300}})
+    assert not any("reserveTokens" in m.message for m in client.messages)  # no warning at initialize
+    path, ids = await open_session(client, tmp_path)
+    result = await call(client, "session/compact", {"sessionId": "e2e-session"})
+    assert result["entryId"] and fake.requests
+    before = path.read_bytes()
+    error = await call_error(client, "session/navigate", {"sessionId": "e2e-session", "targetId": ids[1],
+                                                          "summarize": True})
+    assert error.code == -32014 and error.data == {"key": "branchSummary.reserveTokens"}
+    assert "branchSummary.reserveTokens (16384) must be smaller than the context window (4096)" in error.message
+    assert path.read_bytes() == before
+
+
 async def test_settings_error(client: TestClient, tmp_path: Path) -> None:
     await initialize(client, settings={"compaction": {"reserveTokens": "lots"}})
     assert any("compaction.reserveTokens" in m.message for m in client.messages)  # window/showMessage

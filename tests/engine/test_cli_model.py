@@ -70,3 +70,21 @@ def test_bad_flag_value_is_refused(tmp_path: Path) -> None:
     session = long_session(tmp_path, turns=2, words=10)
     proc = run_cli(tmp_path, "compact", session.path, "--reserve-tokens", "0")
     assert proc.returncode == 2 and "--reserve-tokens" in proc.stderr and ">= 1" in proc.stderr
+
+
+def test_readme_small_server_recipe_runs_as_written(tmp_path: Path) -> None:
+    """The README's small-server command, taken from the README, against a server with a 4096-token
+    window. Before: refused at once, branchSummary.reserveTokens (16384) not below the window."""
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("<!-- issue 13 §3: small local servers -->", 1)[1].split("```", 2)[1]
+    argv = block.replace("\\\n", " ").split()
+    assert argv[:3] == ["compactd", "compact", "session.jsonl"] and "--context-window" in argv
+    session = long_session(tmp_path, turns=30, words=120)
+    with FakeOpenAI(context_window=4096, overflow_style="llama.cpp") as fake:
+        fake.script(reply_by_kind)
+        args = [session.path if a == "session.jsonl" else fake.url if a.startswith("http://127.0.0.1:8080")
+                else a for a in argv[1:]]
+        proc = run_cli(tmp_path, *args)
+    assert proc.returncode == 0, proc.stderr
+    assert fake.overflows == 0 and max(fake.prompt_tokens) < 4096  # every prompt fitted the window
+    assert Session.open(session.path).entries[-1]["type"] == "compaction"

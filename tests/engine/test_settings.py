@@ -173,18 +173,6 @@ def test_retry_provider_max_delay_is_read(dirs) -> None:
         ({"compaction": {"keepRecentTokens": True}}, "compaction.keepRecentTokens must be an integer >= 0"),
         ({"compaction": {"enabled": "yes"}}, "compaction.enabled must be true or false"),
         (
-            {"compaction": {"reserveTokens": 200000}},
-            "compaction.reserveTokens (200000) must be smaller than the context window (128000)",
-        ),
-        (
-            {"compaction": {"reserveTokens": 128000}},
-            "compaction.reserveTokens (128000) must be smaller than the context window (128000)",
-        ),
-        (
-            {"branchSummary": {"reserveTokens": 40000}, "summarizer": {"contextWindow": 32000}},
-            "branchSummary.reserveTokens (40000) must be smaller than the context window (32000)",
-        ),
-        (
             {"compaction": {"remoteEndpoint": "ftp://x"}},
             "compaction.remoteEndpoint must be an http:// or https:// URL",
         ),
@@ -226,6 +214,31 @@ def test_invalid_value_in_a_file_is_an_error_too(dirs) -> None:
 def test_integral_floats_and_nulls_are_accepted(dirs) -> None:
     s = load(dirs, overrides={"compaction": {"reserveTokens": 8192.0, "keepRecentTokens": None}})
     assert s.compaction.reserve_tokens == 8192 and s.compaction.keep_recent_tokens == 20000
+
+
+@pytest.mark.parametrize(
+    ("overrides", "section", "message"),
+    [
+        ({"compaction": {"reserveTokens": 200000}}, "compaction",
+         "compaction.reserveTokens (200000) must be smaller than the context window (128000)"),
+        ({"compaction": {"reserveTokens": 128000}}, "compaction",
+         "compaction.reserveTokens (128000) must be smaller than the context window (128000)"),
+        ({"branchSummary": {"reserveTokens": 40000}, "summarizer": {"contextWindow": 32000}}, "branchSummary",
+         "branchSummary.reserveTokens (40000) must be smaller than the context window (32000)"),
+    ],
+)
+def test_reserves_are_checked_where_they_are_used(dirs, overrides: dict, section: str, message: str) -> None:
+    s = load(dirs, overrides=overrides)  # loading is fine: the reserve may never be used
+    with pytest.raises(SettingsError) as info:
+        s.check_reserve(section)  # type: ignore[arg-type]
+    assert str(info.value) == message and info.value.key == f"{section}.reserveTokens"
+
+
+def test_small_window_does_not_refuse_compaction_for_the_branch_summary_reserve(dirs) -> None:
+    s = load(dirs, overrides={"summarizer": {"contextWindow": 4096}, "compaction": {"reserveTokens": 2000}})
+    s.check_reserve("compaction")  # what compaction uses fits
+    with pytest.raises(SettingsError, match=r"^branchSummary\.reserveTokens \(16384\) must be smaller"):
+        s.check_reserve("branchSummary")  # refused only where a branch summary is made
 
 
 def test_check_context_window_for_a_session_model(dirs) -> None:

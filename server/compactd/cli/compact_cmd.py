@@ -1,9 +1,10 @@
 """`compactd compact FILE [--instructions TEXT] [--keep-recent-tokens N] [--reserve-tokens N]
-[--model ID] [--base-url URL] [--json]`: compact the session now and write the compaction entry to
+[--model ID] [--base-url URL] [--context-window N] [--json]`: compact the session now and write the compaction entry to
 the file. The summarizer comes from the settings; without a configured model the embedded
 extractive summarizer is used, so no network is needed. The flags override the settings files for
 this run: `--keep-recent-tokens`/`--reserve-tokens` set compaction.keepRecentTokens/reserveTokens,
-`--model`/`--base-url` set summarizer.model/baseUrl and select the OpenAI-compatible backend."""
+`--model`/`--base-url` set summarizer.model/baseUrl and select the OpenAI-compatible backend,
+`--context-window` sets summarizer.contextWindow (a small local server's context size)."""
 
 from __future__ import annotations
 
@@ -40,6 +41,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="URL",
         help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8080/v1 (summarizer.baseUrl); uses the model backend",
     )
+    parser.add_argument(
+        "--context-window", type=_positive, metavar="N",
+        help="the summarizer server's context size (summarizer.contextWindow; llama.cpp: --ctx-size): prompts are "
+        "checked against it and a history that does not fit is summarized in chunks",
+    )
     add_json_argument(parser)
 
 
@@ -66,6 +72,8 @@ def _overrides(args: argparse.Namespace) -> dict[str, Any]:
         summarizer["baseUrl"] = args.base_url
     if summarizer:
         summarizer["backend"] = "openai"  # naming a model or an endpoint asks for the model backend
+    if args.context_window is not None:
+        summarizer["contextWindow"] = args.context_window
     out: dict[str, Any] = {}
     if compaction:
         out["compaction"] = compaction

@@ -562,6 +562,7 @@ async def compact(
     or CancelledError (nothing written). `on_prepared` is called once the preparation succeeded
     (auto-compaction emits compactionStart then, M-12)."""
     ensure_not_busy(session)
+    settings.check_reserve("compaction")  # SettingsError before anything is prepared or asked
     path = session.get_branch()
     outcome = await asyncio.to_thread(_prepare, path, settings.compaction_settings())
     if isinstance(outcome, CompactionError):

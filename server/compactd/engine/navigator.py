@@ -246,6 +246,7 @@ async def _summarize_branch(
 ) -> tuple[str, dict[str, Any], dict[str, Any] | None, list[str]]:
     """B-9..B-14. Returns (summary, details, usage, warnings)."""
     assert summarizer is not None
+    settings.check_reserve("branchSummary")
     budget = branch_token_budget(settings.context_window, settings.branch_summary.reserve_tokens)  # B-9
     prep = await asyncio.to_thread(prepare_branch_entries, entries, budget)
     read_files, modified_files = prep.file_lists

@@ -215,15 +215,19 @@ class Settings(_Section):
         )
 
     def check_context_window(self, context_window: int) -> None:
-        """D-13: a reserve that leaves no room is an error, never an unlimited budget."""
-        for key, value in (
-            ("compaction.reserveTokens", self.compaction.reserve_tokens),
-            ("branchSummary.reserveTokens", self.branch_summary.reserve_tokens),
-        ):
-            if value >= context_window:
-                raise SettingsError(
-                    key, f"{key} ({value}) must be smaller than the context window ({context_window})"
-                )
+        """D-13 for compaction against a session model's window."""
+        self.check_reserve("compaction", context_window)
+
+    def check_reserve(self, section: Literal["compaction", "branchSummary"], context_window: int | None = None) -> None:
+        """D-13: a reserve that leaves no room is an error, never an unlimited budget. Checked
+        where the reserve is used (compaction, a branch summary), against the summarizer's window
+        unless another is given: checked on load, a branch-summary reserve refused every
+        compaction on a small server (README's small-server recipe, issue 26 §11)."""
+        window = self.context_window if context_window is None else context_window
+        value = self.compaction.reserve_tokens if section == "compaction" else self.branch_summary.reserve_tokens
+        if value >= window:
+            key = f"{section}.reserveTokens"
+            raise SettingsError(key, f"{key} ({value}) must be smaller than the context window ({window})")
 
     def to_dict(self) -> dict[str, Any]:
         """camelCase, JSON-ready; holds environment variable names only, never key values."""
@@ -472,8 +476,7 @@ def _validate(raw: Mapping[str, Any], sources: list[str], errors: list[str]) -> 
         sources=tuple(sources),
         errors=tuple(errors),
     )
-    settings.check_context_window(settings.context_window)
-    return settings
+    return settings  # (the reserves are checked where they are used: `check_reserve`)
 
 
 # -- entry points ------------------------------------------------------------------------------
