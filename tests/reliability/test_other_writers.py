@@ -207,7 +207,8 @@ def test_a_batch_append_that_fails_half_way_leaves_file_and_daemon_as_they_were(
                 '"entries":[{"type":"message","message":{"role":"user","content":"first","timestamp":1}},'
                 '{"type":"custom","customType":"x","data":"\\ud800"}]}}').encode()
         daemon.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        assert "error" in daemon.response("batch")
+        error = daemon.response("batch")["error"]
+        assert error["code"] == -32018 and "not valid Unicode (\\ud800); nothing was written" in error["message"]
         assert path.read_bytes() == before
         assert entry_count(daemon) == count
         after = daemon.request("ok", "session/append", {"sessionId": "e2e-session", "entries": [

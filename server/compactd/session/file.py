@@ -356,6 +356,20 @@ def _append_or_cut(fd: int, data: bytes, fsync: bool) -> None:
         raise
 
 
+def _pread_all(fd: int, size: int) -> bytes:
+    """The first `size` bytes of `fd` (fewer if the file is shorter); one pread returns at most
+    about 2 GiB on Linux."""
+    chunks = []
+    offset = 0
+    while offset < size:
+        chunk = os.pread(fd, min(size - offset, 1 << 30), offset)
+        if not chunk:
+            break
+        chunks.append(chunk)
+        offset += len(chunk)
+    return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+
 def _inode_of(path: Path) -> int:
     try:
         return os.stat(path).st_ino
@@ -587,7 +601,7 @@ class SessionFile:
         try:
             old = b""
             if known is not None and old_fd is not None:
-                old = os.pread(old_fd, known.size, 0) if known.size else b""
+                old = _pread_all(old_fd, known.size)
                 if (os.fstat(old_fd).st_ino != known.inode or len(old) != known.size
                         or fingerprint_of(old, known.prelude_len, known.size) != known.fingerprint):
                     raise FileRewrittenError(f"Session file was changed by another process: {self.path}{_RELOAD}")

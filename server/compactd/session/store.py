@@ -779,7 +779,11 @@ def _is_assistant(entry: Entry) -> bool:
 
 
 def _encode(objs: Iterable[Entry]) -> list[bytes]:
-    return [(encode_line(obj) + "\n").encode() for obj in objs]
+    try:
+        return [(encode_line(obj) + "\n").encode() for obj in objs]
+    except UnicodeEncodeError as exc:  # a lone surrogate ("\ud800" in the JSON received): no UTF-8 form
+        bad = exc.object[exc.start : exc.end].encode("unicode_escape", "backslashreplace").decode()
+        raise SessionError(f"An entry holds text that is not valid Unicode ({bad}); nothing was written") from None
 
 
 def iter_lines(session: Session) -> Iterable[str]:
