@@ -1,16 +1,21 @@
 """A client that writes and never reads cannot grow the daemon without bound (issue 26 §4): a real
 `compactd serve` whose answers nobody reads stops reading its input at the documented limit
 (COMPACTD_MAX_INPUT_BUFFER_BYTES), says so in its log, and serves everything once the client
-reads again."""
+reads again. Both ways the daemon reads stdin: on its event loop (pipes, what editors spawn it with)
+and on a reader thread (stdin and stdout one socket)."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
+import socket
 import subprocess
 import threading
 from typing import Any
+
+import pytest
 
 from tests.e2e.helpers import SERVER_COMMAND, server_env
 
@@ -31,14 +36,24 @@ def rss_bytes(pid: int) -> int:
     raise AssertionError("no VmRSS")
 
 
-def test_daemon_stops_reading_when_its_answers_are_not_read() -> None:
-    proc = subprocess.Popen(SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            env=server_env(**{"COMPACTD_MAX_INPUT_BUFFER_BYTES": str(LIMIT)}))
-    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+@pytest.mark.parametrize("transport", ["pipes", "one-socket"])
+def test_daemon_stops_reading_when_its_answers_are_not_read(transport: str) -> None:
+    env = server_env(**{"COMPACTD_MAX_INPUT_BUFFER_BYTES": str(LIMIT)})
+    ours: socket.socket | None = None
+    if transport == "pipes":
+        proc = subprocess.Popen(SERVER_COMMAND, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, env=env)
+        assert proc.stdin is not None and proc.stdout is not None
+        in_fd, out = proc.stdin.fileno(), proc.stdout
+    else:
+        ours, theirs = socket.socketpair()
+        proc = subprocess.Popen(SERVER_COMMAND, stdin=theirs, stdout=theirs, stderr=subprocess.PIPE, env=env)
+        theirs.close()
+        in_fd, out = ours.fileno(), io.BufferedReader(socket.SocketIO(ours, "r"))
+    assert proc.stderr is not None
     stderr: list[bytes] = []
     threading.Thread(target=lambda: stderr.extend(iter(lambda: proc.stderr.read1(65536), b"")),  # type: ignore[union-attr]
                      daemon=True).start()
-    out_fd, in_fd = proc.stdout.fileno(), proc.stdin.fileno()
     try:
         init = frame({"jsonrpc": "2.0", "id": 0, "method": "initialize",
                       "params": {"processId": None, "capabilities": {}}})
@@ -73,11 +88,14 @@ def test_daemon_stops_reading_when_its_answers_are_not_read() -> None:
         if rest:  # the request cut by the full pipe, finished once the daemon reads again
             sent += 1
         answers: list[dict[str, Any]] = []
-        reader = threading.Thread(target=_read_answers, args=(proc.stdout, answers, sent + 2), daemon=True)
+        reader = threading.Thread(target=_read_answers, args=(out, answers, sent + 2), daemon=True)
         reader.start()
         os.set_blocking(in_fd, True)
-        os.write(in_fd, rest)
-        os.write(in_fd, frame({"jsonrpc": "2.0", "id": "last", "method": "session/list", "params": {}}))
+        last = frame({"jsonrpc": "2.0", "id": "last", "method": "session/list", "params": {}})
+        if ours is not None:
+            ours.sendall(rest + last)
+        else:
+            os.write(in_fd, rest + last)
         reader.join(120)
         assert len(answers) == sent + 2  # initialize, each request, the last one
         assert answers[-1]["id"] == "last" and answers[-1]["result"] == {"sessions": []}
@@ -85,6 +103,8 @@ def test_daemon_stops_reading_when_its_answers_are_not_read() -> None:
     finally:
         proc.kill()
         proc.wait(10)
+        if ours is not None:
+            ours.close()
 
 
 def _read_answers(out: Any, answers: list[dict[str, Any]], count: int) -> None:
