@@ -165,7 +165,7 @@ class CompactdProtocol(LanguageServerProtocol):
         try:
             json.dumps(result, default=self._serialize_message)
         except RecursionError:
-            return "it holds data nested too deeply (over about 900 levels, e.g. an entry of the session file)"
+            return "it holds data nested too deeply (about 1000 levels, e.g. an entry of the session file)"
         except (TypeError, ValueError) as exc:
             return f"{type(exc).__name__}: {exc}"
         return None
@@ -202,7 +202,7 @@ class CompactdProtocol(LanguageServerProtocol):
             msg_id = salvage_id(body)
             log.warning("message nested too deeply refused (id %r, %d bytes)", msg_id, len(body))
             self.send_error(msg_id, Code.INVALID_REQUEST,
-                            "Invalid request: JSON nested too deeply (limit about 900 levels)")
+                            "Invalid request: JSON nested too deeply (about 1000 levels)")
             return True
         self._dispatch(data)
         return True
