@@ -219,3 +219,51 @@ def test_backups_before_rewrites_that_drop_lines_are_never_overwritten(tmp_path:
     assert (tmp_path / "s.jsonl.bak").read_bytes() == first
     assert (tmp_path / "s.jsonl.bak.1").read_bytes() == third and b"second damage" in second
     assert b"damage" not in path.read_bytes()
+
+
+def _foreign_write_before_ours(monkeypatch: pytest.MonkeyPatch, path: Path, data: bytes) -> None:
+    """Another process appends `data` in the instant between our check of the file and our write."""
+    real_write = os.write
+    done = []
+
+    def write(fd: int, buffer: Any) -> int:
+        if not done and os.fstat(fd).st_ino == os.stat(path).st_ino:
+            done.append(True)
+            other = os.open(path, os.O_WRONLY | os.O_APPEND)
+            real_write(other, data)
+            os.close(other)
+        return real_write(fd, buffer)
+
+    monkeypatch.setattr(os, "write", write)
+
+
+def test_a_line_appended_between_our_check_and_our_write_is_adopted_in_file_order(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session.create("/w", path)
+    first = session.append_message(assistant("hello"))
+    theirs = {"type": "message", "id": "pi000001", "parentId": first, "timestamp": "2026-01-01T00:00:00.000Z",
+              "message": {"role": "user", "content": "typed in pi", "timestamp": 1}}
+    _foreign_write_before_ours(monkeypatch, path, (json.dumps(theirs) + "\n").encode())
+    mine = session.append_message({"role": "user", "content": "from compactd", "timestamp": 2})
+    monkeypatch.undo()
+    assert [e["id"] for e in session.entries] == [first, "pi000001", mine]  # file order
+    assert session.leaf_id == mine and session.by_id[mine]["parentId"] == first
+    assert session.external_appends[-1].entry_ids == ("pi000001",)
+    assert [e["id"] for e in Session.open(path).entries] == [first, "pi000001", mine]
+    assert not session.changed_on_disk()
+
+
+def test_our_line_glued_to_a_half_written_foreign_line_is_written_again_whole(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.jsonl"
+    session = Session.create("/w", path)
+    first = session.append_message(assistant("hello"))
+    _foreign_write_before_ours(monkeypatch, path, b'{"type":"message","id":"half-wri')  # a killed writer's
+    mine = session.append_message({"role": "user", "content": "from compactd", "timestamp": 2})
+    monkeypatch.undo()
+    assert [e["id"] for e in session.entries] == [first, mine]
+    reopened = Session.open(path)
+    assert [e["id"] for e in reopened.entries] == [first, mine]
+    assert [w.line for w in reopened.warnings] == [3]  # the glued line, reported and skipped
+    assert [w.line for w in session.warnings] == [3]
