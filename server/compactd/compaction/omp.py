@@ -812,7 +812,7 @@ def serialize_for_summary(messages: Iterable[Mapping[str, Any]]) -> str:
 # --- the entry written (OMP-60..OMP-64) -------------------------------------------------------
 
 SHORT_SUMMARY_MAX_CHARS = 200
-_MARKUP = re.compile(r"^(?:#+\s*|[-*+]\s+|\d+[.)]\s+|>\s*)+")
+_MARKUP = re.compile(r"^(?:[-*+]\s+|\d+[.)]\s+|>\s*)+")
 
 
 def short_summary(summary: str) -> str:
@@ -820,7 +820,9 @@ def short_summary(summary: str) -> str:
     its divider; compactd takes the first line of content of the summary itself (headings,
     list markers and the split-turn separator skipped), cut at a word boundary."""
     for line in summary.splitlines():
-        text = _MARKUP.sub("", line.strip()).strip("*_ ").strip()
+        if line.lstrip().startswith("#"):
+            continue
+        text = _MARKUP.sub("", line.strip()).replace("**", "").replace("__", "").strip()
         if not text or text == "---" or text.endswith(":") and len(text) < 40 or text.startswith("<"):
             continue
         if len(text) <= SHORT_SUMMARY_MAX_CHARS:
