@@ -131,7 +131,7 @@ def context_tokens(usage: Mapping[str, Any]) -> int | float:
     if "contextTokens" in usage:
         return max(0, _num(usage.get("contextTokens")))
     orchestration = usage.get("orchestration")
-    spent = 0
+    spent: int | float = 0
     if isinstance(orchestration, dict):
         spent = _num(orchestration.get("input")) + _num(orchestration.get("output")) + _num(orchestration.get("cacheRead"))
     raw = _num(usage.get("totalTokens")) or (
@@ -526,12 +526,12 @@ def branch_message(entry: Entry) -> Message | None:
     if kind == "branch_summary":
         return _branch_summary_message(entry)
     if kind == "compaction":
-        message: Message = {"role": "compactionSummary", "summary": entry.get("summary")}
+        summary: Message = {"role": "compactionSummary", "summary": entry.get("summary")}
         if "shortSummary" in entry:
-            message["shortSummary"] = entry["shortSummary"]
-        message["tokensBefore"] = entry.get("tokensBefore")
-        message["timestamp"] = iso_to_ms(entry.get("timestamp"))
-        return message
+            summary["shortSummary"] = entry["shortSummary"]
+        summary["tokensBefore"] = entry.get("tokensBefore")
+        summary["timestamp"] = iso_to_ms(entry.get("timestamp"))
+        return summary
     return None
 
 
