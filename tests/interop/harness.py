@@ -134,9 +134,9 @@ def is_summary_request(request: RecordedRequest) -> bool:
 class FakeModel:
     """Answers Pi like a small coding model: `[[read path]]`, `[[write path text]]`,
     `[[edit path text]]` or `[[bash path]]` (cat) in the user's prompt → one tool call, then a
-    short answer; `[[big]]` → a near-full context; `[[usage N]]` → an answer reporting N prompt tokens; `[[length]]` → an answer cut by the length
-    limit; summary
-    requests → `SUMMARY-<n>`. `usage_tokens` sets the prompt size it reports (threshold tests)."""
+    short answer; `[[big]]` → a near-full context; `[[usage N]]` → an answer reporting N prompt
+    tokens; `[[length]]` → an answer cut by the length limit; summary requests → `SUMMARY-<n>`.
+    `usage_tokens` sets the prompt size it reports (threshold tests)."""
 
     def __init__(self, fake: FakeOpenAI) -> None:
         self.fake = fake
