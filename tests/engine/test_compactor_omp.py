@@ -115,3 +115,29 @@ async def test_branch_summary_on_an_omp_file_keeps_tool_results_and_lists_files(
     assert summary.endswith("<files>\n# src/\nmod2.py (Read)\nmod3.py (Read)\n</files>")
     assert session.by_id[result.summary_entry_id]["details"] == {
         "readFiles": ["src/mod2.py", "src/mod3.py"], "modifiedFiles": []}
+
+
+async def test_a_hooks_compaction_on_an_omp_file_is_written_as_an_extensions(tmp_path: Path) -> None:
+    from typing import Any
+
+    from compactd.engine.hooks import Hooks
+    from compactd.summarize.extractive import ExtractiveSummarizer
+
+    class Supplies(Hooks):
+        async def before_compact(self, event: dict[str, Any]) -> Any:
+            assert event["preparation"]["compat"] == "omp"
+            return {"compaction": {"summary": "From the editor.", "shortSummary": "Editor", "tokensBefore": 42,
+                                   "firstKeptEntryId": event["preparation"]["firstKeptEntryId"],
+                                   "details": {"kind": "custom"}}}
+
+    path = omp_file(tmp_path)
+    session = Session.open(path)
+    st = settings(tmp_path, compaction=KEEP_SMALL)
+    result = await compact(session, st, ExtractiveSummarizer(), hooks=Supplies())
+    entry = json.loads(path.read_bytes().splitlines()[-1])
+    assert result.from_hook and result.compat == "omp"
+    # oh-my-pi's extension-made entries: fromExtension true, no method or tokensAfter (QO-7)
+    assert list(entry) == ["type", "id", "parentId", "timestamp", "summary", "shortSummary", "firstKeptEntryId",
+                           "tokensBefore", "details", "fromExtension"]
+    assert entry["summary"] == "From the editor." and entry["shortSummary"] == "Editor"
+    assert entry["fromExtension"] is True and entry["details"] == {"kind": "custom"}
