@@ -64,8 +64,8 @@ def _fragment(text: Any) -> int:
     return (size + 3) >> 2
 
 
-def _blocks(content: Any, with_empty: bool = False) -> tuple[int, int]:
-    """(tokens of the text blocks, image charge) of a string-or-blocks content."""
+def _blocks(content: Any) -> tuple[int, int]:
+    """(tokens of the non-empty text blocks, image charge) of a string-or-blocks content."""
     if isinstance(content, str):
         return _fragment(content), 0
     tokens = extra = 0
@@ -74,7 +74,7 @@ def _blocks(content: Any, with_empty: bool = False) -> tuple[int, int]:
             if not isinstance(block, dict):
                 continue
             kind = block.get("type")
-            if kind == "text" and (with_empty or block.get("text")):
+            if kind == "text" and block.get("text"):
                 tokens += _fragment(block.get("text"))
             elif kind == "image":
                 extra += IMAGE_TOKENS
