@@ -19,10 +19,10 @@ from ..compaction.builders import Builder, tool_call, usage
 
 PREPARE_KEYS = ["firstKeptEntryId", "isSplitTurn", "turnStartEntryId", "tokensBefore", "messagesToSummarize",
                 "turnPrefixMessages", "previousSummary", "readFiles", "modifiedFiles", "conversationText",
-                "turnPrefixText", "estimatedTokensAfter"]
+                "turnPrefixText", "estimatedTokensAfter", "compat"]
 STATS_KEYS = ["contextTokens", "usageTokens", "trailingTokens", "lastUsageIndex", "estimatedTokens", "exactTokens",
               "encoding", "exact", "contextWindow", "reserveTokens", "threshold", "shouldCompact", "percent",
-              "usageStale"]
+              "usageStale", "compat"]
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -114,7 +114,9 @@ def test_branch_json(tmp_path: Path) -> None:
     right = b.user("right")
     path = write_session(tmp_path / "tree.jsonl", b)
     report = run_json("branch", str(path), "--from", left_leaf, "--to", right)
-    assert list(report) == ["commonAncestorId", "entryIds", "messages", "totalTokens", "readFiles", "modifiedFiles"]
+    assert list(report) == ["commonAncestorId", "entryIds", "messages", "totalTokens", "readFiles", "modifiedFiles",
+                            "compat"]
+    assert report["compat"] == "pi"  # no title slot line: Pi's file
     assert report["commonAncestorId"] == fork
     assert report["entryIds"] == [e["id"] for e in b.entries[2:6]]
     assert [m["role"] for m in report["messages"]] == ["user", "assistant", "assistant"]  # tool result skipped

@@ -111,6 +111,7 @@ def ensure_installed() -> Install:
 # Summary requests: history/branch prompts wrap the conversation in tags; Pi 1.6's turn-prefix
 # prompt uses a `# Conversation` heading instead. Their system prompts all speak of summarizing.
 SUMMARY_MARKERS = ("<conversation>", "# Conversation\n")
+_USAGE_DIRECTIVE = re.compile(r"\[\[usage (\d+)\]\]")
 _TOOL_DIRECTIVE = re.compile(r"\[\[(read|write|edit|bash) ([^\] ]+)(?: ([^\]]*))?\]\]")
 
 
@@ -133,9 +134,9 @@ def is_summary_request(request: RecordedRequest) -> bool:
 class FakeModel:
     """Answers Pi like a small coding model: `[[read path]]`, `[[write path text]]`,
     `[[edit path text]]` or `[[bash path]]` (cat) in the user's prompt → one tool call, then a
-    short answer; `[[big]]` → a near-full context; `[[length]]` → an answer cut by the length
-    limit; summary
-    requests → `SUMMARY-<n>`. `usage_tokens` sets the prompt size it reports (threshold tests)."""
+    short answer; `[[big]]` → a near-full context; `[[usage N]]` → an answer reporting N prompt
+    tokens; `[[length]]` → an answer cut by the length limit; summary requests → `SUMMARY-<n>`.
+    `usage_tokens` sets the prompt size it reports (threshold tests)."""
 
     def __init__(self, fake: FakeOpenAI) -> None:
         self.fake = fake
@@ -157,6 +158,11 @@ class FakeModel:
             # Report a nearly full context window so the threshold compaction runs after the turn.
             usage = {"prompt_tokens": 15000, "completion_tokens": 20, "total_tokens": 15020}
             return Reply.stream("A long answer for a large context.", usage=usage)
+        usage_directive = _USAGE_DIRECTIVE.search(_text(last.get("content")))
+        if usage_directive:  # this answer reports a prompt of that many tokens
+            tokens = int(usage_directive.group(1))
+            usage = {"prompt_tokens": tokens, "completion_tokens": 20, "total_tokens": tokens + 20}
+            return Reply.stream(f"Answer: {_text(last.get('content'))[:60]}", usage=usage)
         if "[[length]]" in _text(last.get("content")):
             return Reply.stream("This answer stops in the midd", finish_reason="length", usage=self._usage())
         if last.get("role") == "tool":
@@ -266,6 +272,13 @@ class PiHome:
         path = self.session_dir.parent / "scenario.json"
         path.write_text(json.dumps(scenario))
         return json.loads(self._node("drive.mjs", str(path)))
+
+    def omp_preparations(self, files: list[Path], keep: list[int], budgets: list[int]) -> dict[str, Any]:
+        """oh-my-pi's own `prepareCompaction` for every leaf × `keep`, and `collectEntriesForBranchSummary`
+        + `prepareBranchEntries` for every ordered pair of entries × `budgets` (pi/omp_prepare.mjs)."""
+        path = self.session_dir.parent / "omp_prepare.json"
+        path.write_text(json.dumps({"files": [str(f) for f in files], "keep": keep, "budgets": budgets}))
+        return json.loads(self._node("omp_prepare.mjs", str(path), timeout=600))
 
     def contexts(self, *files: Path) -> dict[str, dict[str, Any]]:
         """Pi's `buildSessionContext` for every entry of each file taken as the leaf."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from compactd.compaction.reports import branch_report
+from compactd.compaction.settings import COMPAT_CHOICES, applied_compat
 
 from ._common import (
     add_file_argument,
@@ -31,6 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--to", dest="to_id", required=True, metavar="ID", help="the navigation target")
     parser.add_argument("--budget", type=_budget, metavar="N",
                         help="token budget for the summarized messages (default 128000 - 16384; 0 = no limit)")
+    parser.add_argument("--compat", choices=COMPAT_CHOICES, default="auto",
+                        help="whose branch preparation: oh-my-pi's on its files and Pi's on others (auto,"
+                             " the default), or force pi / omp (D-29)")
     add_json_argument(parser)
 
 
@@ -38,7 +42,8 @@ def _run(args: argparse.Namespace) -> int:
     session = open_session(args.file)
     require_entry(session, args.from_id, "--from")
     require_entry(session, args.to_id, "--to")
-    report = branch_report(session, args.from_id, args.to_id, args.budget)
+    compat = applied_compat(args.compat, bool(session.file is not None and session.file.prelude))
+    report = branch_report(session, args.from_id, args.to_id, args.budget, compat)
     if args.json:
         print_json(report)
         return 0

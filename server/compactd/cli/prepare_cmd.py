@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from compactd.compaction.reports import preparation_json, run_prepare
+from compactd.compaction.settings import COMPAT_CHOICES, applied_compat
 from compactd.session import SessionError
 from compactd.session.tree import path_to
 
@@ -29,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--show-text", action="store_true",
                         help="also print the conversation text that would be summarized"
                              " (with --json: the conversationText and turnPrefixText fields)")
+    parser.add_argument("--compat", choices=COMPAT_CHOICES, default="auto",
+                        help="whose compaction to prepare: oh-my-pi's on its files and Pi's on others (auto,"
+                             " the default), or force pi / omp (D-29)")
     add_json_argument(parser)
 
 
@@ -36,7 +40,8 @@ def _run(args: argparse.Namespace) -> int:
     session = open_session(args.file)
     require_entry(session, args.leaf, "--leaf")
     try:
-        prep = run_prepare(session, args.leaf, args.keep_recent_tokens, args.reserve_tokens)
+        compat = applied_compat(args.compat, bool(session.file is not None and session.file.prelude))
+        prep = run_prepare(session, args.leaf, args.keep_recent_tokens, args.reserve_tokens, compat)
     except SessionError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
@@ -49,6 +54,7 @@ def _run(args: argparse.Namespace) -> int:
         return 0
     report = preparation_json(prep, include_text=args.show_text)
     depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
+    print(f"semantics          {'oh-my-pi 18' if prep.compat == 'omp' else 'Pi'} (compat)")
     print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")
     split = f"yes, turn starts at {report['turnStartEntryId']}" if prep.is_split_turn else "no"
     print(f"split turn         {split}")

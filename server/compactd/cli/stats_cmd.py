@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from compactd.compaction.reports import stats_report
+from compactd.compaction.settings import applied_compat
 
 from ._common import (
     add_file_argument,
@@ -31,7 +32,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def _run(args: argparse.Namespace) -> int:
     session = open_session(args.file)
     require_entry(session, args.leaf, "--leaf")
-    report = stats_report(session, args.leaf, args.context_window, args.reserve_tokens, args.model, args.per_entry)
+    compat = applied_compat("auto", bool(session.file is not None and session.file.prelude))  # D-29
+    report = stats_report(session, args.leaf, args.context_window, args.reserve_tokens, args.model, args.per_entry,
+                          compat=compat)
     if args.json:
         print_json(report)
         return 0

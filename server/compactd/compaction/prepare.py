@@ -28,7 +28,13 @@ from compactd.session.gc_pause import gc_paused
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
 from .prompts import escape_wrapped
-from .serialize import EncodedJsonString, SerializedTextCache, serialize_sourced, serialize_sourced_json
+from .serialize import (
+    EncodedJsonString,
+    SerializedTextCache,
+    json_string_body,
+    serialize_sourced,
+    serialize_sourced_json,
+)
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from .tokens import (
     ContextUsageEstimate,
@@ -130,6 +136,8 @@ class CompactionPreparation:
     cut: CutPointResult = field(repr=False)
     # Serialized text per entry, kept across requests by the caller (None: serialize afresh).
     text_cache: SerializedTextCache | None = field(default=None, repr=False, compare=False)
+    # D-29: "pi", or "omp" when oh-my-pi's semantics made it (its file lists and transcript).
+    compat: str = "pi"
 
     # Written out (keywords only), so mypyc compiles it: the one @dataclass generates runs
     # interpreted, ~1 us per dry run (a tenth of a small session's).
@@ -139,6 +147,7 @@ class CompactionPreparation:
         summarized: list[SourcedPair], turn_prefix: list[SourcedPair], kept: list[SourcedPair],
         estimated_tokens_after: int, previous_summary: str | None, file_ops: FileOperations,
         settings: CompactionSettings, cut: CutPointResult, text_cache: SerializedTextCache | None = None,
+        compat: str = "pi",
     ) -> None:
         self.first_kept_entry_id = first_kept_entry_id
         self.first_kept_entry_index = first_kept_entry_index
@@ -156,6 +165,7 @@ class CompactionPreparation:
         self.settings = settings
         self.cut = cut
         self.text_cache = text_cache
+        self.compat = compat
 
     def __bool__(self) -> bool:
         return True
@@ -174,7 +184,11 @@ class CompactionPreparation:
 
     @cached_property
     def file_lists(self) -> tuple[list[str], list[str]]:
-        """(readFiles, modifiedFiles) per O-3."""
+        """(readFiles, modifiedFiles) per O-3 (oh-my-pi's rule on its files, D-29)."""
+        if self.compat == "omp":
+            from .omp import omp_file_lists
+
+            return omp_file_lists(self.file_ops)
         return compute_file_lists(self.file_ops)
 
     @property
@@ -187,7 +201,10 @@ class CompactionPreparation:
 
     @cached_property
     def conversation_text(self) -> str:
-        """The exact text placed between `<conversation>` tags of the history prompt (S-3/S-4)."""
+        """The exact text placed between `<conversation>` tags of the history prompt (S-3/S-4);
+        oh-my-pi's `xml` transcript when its semantics apply (D-29)."""
+        if self.compat == "omp":
+            return _omp_text(self.summarized)
         return serialize_sourced(self.summarized, self.text_cache, escape=escape_wrapped)
 
     @cached_property
@@ -195,17 +212,29 @@ class CompactionPreparation:
         """The same for the turn-prefix prompt; None unless the turn is split."""
         if not self.is_split_turn:
             return None
+        if self.compat == "omp":
+            return _omp_text(self.turn_prefix)
         return serialize_sourced(self.turn_prefix, self.text_cache, escape=escape_wrapped)
 
     def conversation_json(self) -> EncodedJsonString:
         """`conversation_text` as an encoded JSON string in parts (the daemon's dry-run answer)."""
+        if self.compat == "omp":
+            return EncodedJsonString([b'"' + json_string_body(self.conversation_text) + b'"'])
         return serialize_sourced_json(self.summarized, self.text_cache, escape=escape_wrapped)
 
     def turn_prefix_json(self) -> EncodedJsonString | None:
         """`turn_prefix_text` likewise."""
         if not self.is_split_turn:
             return None
+        if self.compat == "omp":
+            return EncodedJsonString([b'"' + json_string_body(self.turn_prefix_text or "") + b'"'])
         return serialize_sourced_json(self.turn_prefix, self.text_cache, escape=escape_wrapped)
+
+
+def _omp_text(pairs: list[SourcedPair]) -> str:
+    from .omp import serialize_for_summary
+
+    return serialize_for_summary([message for _, message in pairs])
 
 
 def _memo_estimates() -> Callable[[Message], int]:

@@ -83,8 +83,13 @@ def run_prepare(
     leaf_id: str | None = None,
     keep_recent_tokens: int | None = None,
     reserve_tokens: int | None = None,
+    compat: str = "pi",
 ) -> CompactionPreparation | NotPrepared:
     settings = _compaction_settings(keep_recent_tokens, reserve_tokens)
+    if compat == "omp":  # D-29: oh-my-pi reads the whole path (its latest usage may lie before the tail)
+        from .omp import prepare_omp
+
+        return prepare_omp(path_for(session, leaf_id), settings)
     # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
     return prepare_compaction(recent_path_for(session, leaf_id), settings)
 
@@ -123,6 +128,7 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
         "conversationText": conversation,
         "turnPrefixText": turn_prefix,
         "estimatedTokensAfter": prep.estimated_tokens_after,
+        "compat": prep.compat,
     }
 
 
@@ -134,11 +140,13 @@ def prepare_report(
     text_cache: SerializedTextCache | None = None,
     include_text: bool = True,
     text_as_json: bool = False,
+    compat: str = "pi",
 ) -> dict[str, Any] | None:
     """`compactd prepare --json` / `session/prepareCompaction`: None when nothing would be compacted.
     `text_cache` (the daemon's, per session) saves serializing the same history again;
     `include_text=False` leaves the two texts out (null); `text_as_json` gives them encoded, in
-    parts (`preparation_json`)."""
+    parts (`preparation_json`). `compat` "omp": oh-my-pi's preparation (D-29), on the whole path
+    (it reads the latest usage wherever it is)."""
     if leaf_id is not None and leaf_id not in session.by_id:
         raise EntryNotFoundError(leaf_id)
     leaf_key = leaf_id if leaf_id is not None else session.leaf_id
@@ -151,7 +159,12 @@ def prepare_report(
     # Tens of thousands of short-lived containers per long path, none cyclic: without the pause
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused(len(session.by_id)):
-        prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
+        if compat == "omp":
+            from .omp import prepare_omp
+
+            prep = prepare_omp(path_to(session.by_id, leaf_key) if leaf_key is not None else [], settings)
+        else:
+            prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
         report = (preparation_json(prep, include_text=include_text, text_as_json=text_as_json)
                   if isinstance(prep, CompactionPreparation) else None)
         # Freed before the collector is back: it runs as soon as it is (the allocations made
@@ -161,7 +174,7 @@ def prepare_report(
 
 
 def branch_report(
-    session: SessionLike, from_id: str, to_id: str, budget: int | None = None
+    session: SessionLike, from_id: str, to_id: str, budget: int | None = None, compat: str = "pi"
 ) -> dict[str, Any]:
     """`compactd branch --json`: what leaving `from_id` for `to_id` would summarize.
 
@@ -176,7 +189,12 @@ def branch_report(
     elif budget < 0:
         raise ValueError(f"budget must be 0 (no limit) or positive, not {budget}")
     collection = collect_entries_for_branch_summary(session.by_id, from_id, to_id)
-    prep = prepare_branch_entries(collection.entries, budget)
+    if compat == "omp":  # D-29: oh-my-pi keeps tool results and counts with its own tokenizer
+        from .omp import prepare_branch_entries_omp
+
+        prep = prepare_branch_entries_omp(collection.entries, budget)
+    else:
+        prep = prepare_branch_entries(collection.entries, budget)
     read_files, modified_files = prep.file_lists
     return {
         "commonAncestorId": collection.common_ancestor_id,
@@ -185,6 +203,7 @@ def branch_report(
         "totalTokens": prep.total_tokens,
         "readFiles": read_files,
         "modifiedFiles": modified_files,
+        "compat": compat,
     }
 
 
@@ -213,8 +232,10 @@ def stats_report(
     per_entry: bool = False,
     cache: ExactTokenCache | None = None,
     totals: TotalsCache | None = None,
+    compat: str = "pi",
 ) -> dict[str, Any]:
-    """`compactd stats --json` / `session/tokenStats`.
+    """`compactd stats --json` / `session/tokenStats`. `compat` is reported as given (D-29: which
+    program's semantics the session's compactions follow).
 
     `contextTokens` etc. are K-7 over the context messages; `estimatedTokens` is the plain chars/4
     sum over them; `exactTokens` the tiktoken count (encoding from `model`, else the context's
@@ -248,6 +269,7 @@ def stats_report(
         "shouldCompact": should_compact(tokens, window, settings),
         "percent": round(tokens / window * 100, 1) if window > 0 else None,
         "usageStale": t.stale,
+        "compat": compat,
     }
     if per_entry:
         counter = counter_for(model, t.model)

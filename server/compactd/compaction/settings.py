@@ -18,3 +18,15 @@ class CompactionSettings:
 
 
 DEFAULT_COMPACTION_SETTINGS = CompactionSettings()
+
+
+# D-29: whose semantics the shared behaviours follow. "auto" decides per file: oh-my-pi's for a
+# file that starts with its title slot line (QO-1), Pi's for every other.
+COMPAT_CHOICES = ("auto", "pi", "omp")
+
+
+def applied_compat(choice: str, omp_file: bool) -> str:
+    """"pi" or "omp" for a `compat` setting and whether the file is oh-my-pi's."""
+    if choice in ("pi", "omp"):
+        return choice
+    return "omp" if omp_file else "pi"

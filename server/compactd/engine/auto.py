@@ -43,6 +43,7 @@ from typing import Any
 from pydantic import Field
 
 from ..compaction.overflow import is_context_overflow
+from ..compaction.omp import prepare_omp
 from ..compaction.prepare import CompactionPreparation, prepare_compaction
 from ..compaction.tokens import (
     calculate_context_tokens,
@@ -260,7 +261,7 @@ class AutoCompactor:
             # found before a new prompt (M-2): the prompt follows, there is nothing to retry.
             if stop_reason == "stop" or not run_end:
                 skipped = self._skip_if_stuck(
-                    path, latest, window, settings, pruned, "The context overflowed"
+                    path, latest, window, settings, pruned, "The context overflowed", settings.compat_for(session)
                 )
                 if skipped is not None:
                     return skipped
@@ -309,7 +310,8 @@ class AutoCompactor:
         if not should_compact(tokens, window, core):
             return quiet
         skipped = self._skip_if_stuck(
-            path, latest, window, settings, pruned, f"The context ({tokens} tokens) is above the threshold"
+            path, latest, window, settings, pruned, f"The context ({tokens} tokens) is above the threshold",
+            settings.compat_for(session),
         )
         if skipped is not None:
             return skipped
@@ -325,8 +327,9 @@ class AutoCompactor:
         settings: Settings,
         pruned: PruneResult | None,
         what: str,
+        compat: str = "pi",
     ) -> AutoOutcome | None:
-        if not self._same_ineffective_state(path, latest, window, settings):
+        if not self._same_ineffective_state(path, latest, window, settings, compat):
             return None
         threshold = compaction_threshold(window, settings.compaction_settings())
         note = (
@@ -336,7 +339,8 @@ class AutoCompactor:
         return AutoOutcome(pruned=pruned, note=note)
 
     def _same_ineffective_state(
-        self, path: list[dict[str, Any]], latest: dict[str, Any] | None, window: int, settings: Settings
+        self, path: list[dict[str, Any]], latest: dict[str, Any] | None, window: int, settings: Settings,
+        compat: str = "pi",
     ) -> bool:
         """D-24: the latest compaction was ineffective and compacting again cannot help."""
         if self.ineffective_compaction_id is None:
@@ -344,7 +348,8 @@ class AutoCompactor:
         if latest is None or latest.get("id") != self.ineffective_compaction_id:
             self.ineffective_compaction_id = None  # the state changed (new compaction / other branch)
             return False
-        prep = prepare_compaction(path, settings.compaction_settings())
+        core = settings.compaction_settings()
+        prep = prepare_omp(path, core) if compat == "omp" else prepare_compaction(path, core)  # D-29
         if not isinstance(prep, CompactionPreparation):
             return True
         threshold = compaction_threshold(window, settings.compaction_settings())

@@ -42,6 +42,7 @@ from ..compaction.chunking import (
     plan_chunks,
     usable_window,
 )
+from ..compaction import omp
 from ..compaction.exact_tokens import get_counter
 from ..compaction.prepare import CompactionPreparation, NoCompactionReason, messages_of, prepare_compaction
 from ..compaction.prompts import (
@@ -123,6 +124,7 @@ class CompactionResult(EngineModel):
     warnings: list[str] = Field(default_factory=list)
     # Requests that reached a model (0: the embedded summarizer wrote it, or a hook supplied it).
     model_calls: int = 0
+    compat: str = "pi"  # D-29: whose semantics prepared and wrote it ("pi" | "omp")
 
 
 # --- D-20 ---------------------------------------------------------------------------------------
@@ -193,8 +195,8 @@ class _Prepared:
     prefix_messages: list[dict[str, Any]]
 
 
-def _prepare(path: list[dict[str, Any]], settings: CompactionSettings) -> _Prepared | CompactionError:
-    prep = prepare_compaction(path, settings)
+def _prepare(path: list[dict[str, Any]], settings: CompactionSettings, compat: str = "pi") -> _Prepared | CompactionError:
+    prep = omp.prepare_omp(path, settings) if compat == "omp" else prepare_compaction(path, settings)
     if not prep:
         assert not isinstance(prep, CompactionPreparation)
         code = prep.reason.value
@@ -540,6 +542,27 @@ async def _notify_after(hooks: Hooks | None, event: dict[str, Any]) -> None:
             current.uncancel()
 
 
+def _append_omp_compaction(
+    session: Session, prep: CompactionPreparation, supplied: Any, summary: str, first_kept: str,
+    tokens_before: Any, details: Any, from_hook: bool, preserve: Any,
+) -> str:
+    """D-29: on oh-my-pi's files the entry is written as oh-my-pi writes its own (OMP-60..OMP-64),
+    so oh-my-pi shows its short summary and before→after figures and reads it as its own."""
+    if from_hook:
+        short = supplied.get("shortSummary") if isinstance(supplied.get("shortSummary"), str) else None
+        after = None
+    else:
+        short = omp.short_summary(summary)
+        after = omp.tokens_after(summary, tokens_before, (m for _, m in prep.kept))
+    fields = omp.compaction_fields(
+        summary=summary, short=short, first_kept_entry_id=first_kept, tokens_before=tokens_before,
+        tokens_after_value=after, details=details, from_extension=from_hook, preserve_data=preserve,
+    )
+    # Session.append_compaction writes Pi's shape (fromHook, usage, systemMessage); the generic
+    # append keeps exactly these fields, in this order, after type/id/parentId/timestamp.
+    return session._append(fields)
+
+
 def _int_if_integral(value: Any) -> Any:
     return int(value) if isinstance(value, float) and value.is_integer() else value
 
@@ -564,7 +587,8 @@ async def compact(
     ensure_not_busy(session)
     settings.check_reserve("compaction")  # SettingsError before anything is prepared or asked
     path = session.get_branch()
-    outcome = await asyncio.to_thread(_prepare, path, settings.compaction_settings())
+    compat = settings.compat_for(session)
+    outcome = await asyncio.to_thread(_prepare, path, settings.compaction_settings(), compat)
     if isinstance(outcome, CompactionError):
         raise outcome
     prepared = outcome
@@ -620,7 +644,10 @@ async def compact(
                 prepared, settings, summarizer, instructions, base_prompt, context_lines, on_progress
             )
             read_files, modified_files = prep.file_lists
-            summary = finalize_summary(text, read_files, modified_files)  # S-12: lists by code only
+            if compat == "omp":  # OMP-34: one `<files>` block, not Pi's two tags
+                summary = omp.upsert_files_block(text, prep.file_ops)
+            else:
+                summary = finalize_summary(text, read_files, modified_files)  # S-12: lists by code only
             first_kept = prep.first_kept_entry_id
             tokens_before = _int_if_integral(prep.tokens_before)
             details = {"readFiles": read_files, "modifiedFiles": modified_files}
@@ -637,16 +664,20 @@ async def compact(
                 "the session's leaf moved to another branch while summarizing; the summary no longer fits"
             )
         # No await between the checks above and the write: nothing can interleave.
-        entry_id = session.append_compaction(
-            summary,
-            first_kept,
-            tokens_before,
-            details,
-            from_hook,
-            usage,
-            preserveData=preserve,
-            systemMessage=checkpoint_system_message(session.get_branch()),
-        )
+        if compat == "omp":
+            entry_id = _append_omp_compaction(session, prep, supplied, summary, first_kept, tokens_before,
+                                              details, from_hook, preserve)
+        else:
+            entry_id = session.append_compaction(
+                summary,
+                first_kept,
+                tokens_before,
+                details,
+                from_hook,
+                usage,
+                preserveData=preserve,
+                systemMessage=checkpoint_system_message(session.get_branch()),
+            )
 
     entry = session.by_id[entry_id]
     context = build_session_context(session.entries, session.leaf_id, session.by_id)
@@ -661,6 +692,7 @@ async def compact(
         from_hook=from_hook,
         warnings=warnings,
         model_calls=model_calls,
+        compat=compat,
     )
     emit(on_progress, "Compaction written", summary, 100)
     await _notify_after(

@@ -24,10 +24,13 @@ from ..compaction.branch import (
     collect_entries_for_branch_summary,
     prepare_branch_entries,
 )
+from ..compaction import omp
 from ..compaction.prepare import messages_of
 from ..compaction.prompts import (
     BRANCH_SUMMARY_HEADINGS,
+    BRANCH_SUMMARY_PREAMBLE,
     NO_BRANCH_CONTENT,
+    NO_SUMMARY_GENERATED,
     SUMMARIZATION_SYSTEM_PROMPT,
     build_branch_prompt,
     finalize_branch_summary,
@@ -248,14 +251,16 @@ async def _summarize_branch(
     assert summarizer is not None
     settings.check_reserve("branchSummary")
     budget = branch_token_budget(settings.context_window, settings.branch_summary.reserve_tokens)  # B-9
-    prep = await asyncio.to_thread(prepare_branch_entries, entries, budget)
+    omp_file = settings.compat_for(session) == "omp"  # D-29: oh-my-pi's collection, transcript, `<files>`
+    prepare = omp.prepare_branch_entries_omp if omp_file else prepare_branch_entries
+    prep = await asyncio.to_thread(prepare, entries, budget)
     read_files, modified_files = prep.file_lists
     details = {"readFiles": read_files, "modifiedFiles": modified_files}
     if not prep.messages:
         return NO_BRANCH_CONTENT, details, None, []  # B-10
 
     messages = messages_of(prep.messages)
-    conversation = await asyncio.to_thread(serialize_messages, messages)
+    conversation = await asyncio.to_thread(omp.serialize_for_summary if omp_file else serialize_messages, messages)
     thinking = context_from_path(session.get_branch()).thinking_level
     request = SummaryRequest(
         kind=SummaryKind.BRANCH,
@@ -284,6 +289,9 @@ async def _summarize_branch(
     except Exception as exc:
         log.exception("branch summarization raised an unexpected error")
         raise NavigationError(f"Branch summarization failed: {type(exc).__name__}: {exc}") from exc
-    summary = finalize_branch_summary(generated.text, read_files, modified_files)  # B-14
+    if omp_file:  # OMP-43: preamble + text, then one `<files>` block
+        summary = omp.upsert_files_block(BRANCH_SUMMARY_PREAMBLE + generated.text, prep.file_ops) or NO_SUMMARY_GENERATED
+    else:
+        summary = finalize_branch_summary(generated.text, read_files, modified_files)  # B-14
     tracker.done("Branch summary generated", summary)
     return summary, details, generated.usage, generated.warnings

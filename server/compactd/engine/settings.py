@@ -27,7 +27,9 @@ and summarizes a history that does not fit in chunks. `summarizer.maxConcurrency
 bounds the model calls of one compaction in flight at once (1 = the split-turn calls run one after
 the other, for single-slot servers). `summarizer.strictHeadings` (default false): a model reply
 still missing required headings after the reminder fails the compaction instead of being replaced
-by the embedded summarizer's summary. Reasoning: `summarizer.reasoning`, else guessed from the
+by the embedded summarizer's summary. `compat` (default "auto", D-29): whose semantics compaction
+and branch summaries follow — oh-my-pi 18's on a file that starts with oh-my-pi's title slot line,
+Pi's on every other; "pi" or "omp" forces one. Reasoning: `summarizer.reasoning`, else guessed from the
 model name (o1/o3/o4/gpt-5 families). API keys are never stored here: only variable names are.
 """
 
@@ -46,6 +48,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
 
 from ..compaction.settings import CompactionSettings as CoreCompactionSettings
+from ..compaction.settings import COMPAT_CHOICES, applied_compat
 from ..summarize.base import Summarizer
 from ..summarize.candidates import CandidateSummarizer
 from ..summarize.extractive import ExtractiveSummarizer
@@ -186,6 +189,8 @@ class Settings(_Section):
     retry: RetrySection = Field(default_factory=RetrySection)
     pruning: PruningSection = Field(default_factory=PruningSection)
     summarizer: SummarizerSection = Field(default_factory=SummarizerSection)
+    # D-29: "auto" (oh-my-pi's semantics on oh-my-pi's files, Pi's elsewhere) | "pi" | "omp".
+    compat: Literal["auto", "pi", "omp"] = "auto"
     # Files that were read, and parse errors recorded instead of raised (G-4).
     sources: tuple[str, ...] = ()
     errors: tuple[str, ...] = ()
@@ -204,6 +209,12 @@ class Settings(_Section):
         return CoreCompactionSettings(
             enabled=c.enabled, reserve_tokens=c.reserve_tokens, keep_recent_tokens=c.keep_recent_tokens
         )
+
+    def compat_for(self, session: Any) -> str:
+        """"pi" or "omp": the semantics that apply to `session` (D-29); oh-my-pi's files are
+        recognized by the title slot line before their header."""
+        file = getattr(session, "file", None)
+        return applied_compat(self.compat, bool(getattr(file, "prelude", b"")))
 
     def retry_policy(self) -> RetryPolicy:
         r = self.retry
@@ -467,12 +478,16 @@ def _validate(raw: Mapping[str, Any], sources: list[str], errors: list[str]) -> 
         raise SettingsError(
             "summarizer.backend", "summarizer.backend is 'remote' but compaction.remoteEndpoint is not set"
         )
+    compat = raw.get("compat", "auto")
+    if compat not in COMPAT_CHOICES:
+        raise SettingsError("compat", "compat must be one of: " + ", ".join(COMPAT_CHOICES))
     settings = Settings(
         compaction=compaction,
         branch_summary=branch,
         retry=retry,
         pruning=pruning,
         summarizer=summarizer,
+        compat=compat,
         sources=tuple(sources),
         errors=tuple(errors),
     )

@@ -293,9 +293,11 @@ async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, An
     handle = ls.registry.get(params.session_id)
     await resync(ls, handle)
     session = handle.session
+    compat = ls.settings_for(session).compat_for(session)  # D-29: which semantics this file gets
     if params.limit is None:  # every node (the original answer)
         snap = ls.snapshot(session)
-        return await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
+        answer = await ls.off_loop(lambda: reports.summary_figures(snap, tree_report(snap)))
+        return {**answer, "compat": compat}
     if handle.tree_panel.stale(session.by_id, session.generation):  # reloaded since: rebuild it quietly
         await _warm_tree(ls, handle)
     # Pages from the cached index: the worker reads the entries appended so far (appends on the
@@ -305,8 +307,9 @@ async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, An
 
     def build() -> dict[str, Any]:
         try:
-            return handle.tree_panel.page(entries, by_id, generation, leaf, limit, params.branch,
+            page = handle.tree_panel.page(entries, by_id, generation, leaf, limit, params.branch,
                                           params.after, params.before, top="branch" in params.model_fields_set)
+            return {**page, "compat": compat}
         except CursorError as exc:
             raise invalid_params(str(exc)) from None
 
@@ -341,7 +344,8 @@ async def session_token_stats(ls: CompactdServer, params: s.TokenStatsParams) ->
         model = totals.window_model
         window = auto.context_window or (context_window_for_model(model) if model else settings.context_window)
         return reports.stats_report(snap, leaf, context_window=window, reserve_tokens=settings.compaction.reserve_tokens,
-                                    cache=handle.token_cache, totals=handle.totals)
+                                    cache=handle.token_cache, totals=handle.totals,
+                                    compat=settings.compat_for(handle.session))
 
     if _totals_known(handle, leaf if leaf is not None else snap.leaf_id):
         return await ls.off_loop(build)
@@ -364,14 +368,16 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     handle = ls.registry.get(params.session_id)
     await resync(ls, handle)
     _, leaf = _leaf_arg(handle.session, params)
-    compaction = ls.settings_for(handle.session).compaction
+    settings = ls.settings_for(handle.session)
+    compaction = settings.compaction
+    compat = settings.compat_for(handle.session)  # D-29
     keep = params.keep_recent_tokens if params.keep_recent_tokens is not None else compaction.keep_recent_tokens
     reserve = params.reserve_tokens if params.reserve_tokens is not None else compaction.reserve_tokens
     snap = ls.path_view(handle.session)
     # The answer depends only on the path to the leaf (appends never change it; prunes and
     # reloads clear the memo) and these settings: asked again, e.g. by a panel refreshing its
     # preview, it is sent as it was.
-    key = (leaf if leaf is not None else snap.leaf_id, keep, reserve, params.include_text)
+    key = (leaf if leaf is not None else snap.leaf_id, keep, reserve, params.include_text, compat)
     memo = handle.encoded_answers.get("session/prepareCompaction")
     if memo is not None and memo[0] == key:
         return memo[1]
@@ -380,7 +386,7 @@ async def session_prepare(ls: CompactdServer, params: s.PrepareParams) -> dict[s
     answer = await ls.off_loop_encoded(lambda: reports.prepare_report(snap, leaf, keep, reserve,
                                                                       text_cache=handle.text_cache,
                                                                       include_text=params.include_text,
-                                                                      text_as_json=True))
+                                                                      text_as_json=True, compat=compat))
     if handle.derived_epoch == epoch:  # not pruned or reloaded meanwhile
         handle.encoded_answers["session/prepareCompaction"] = (key, answer)
     return answer
