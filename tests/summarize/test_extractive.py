@@ -371,7 +371,7 @@ def test_real_pi_session_fixture() -> None:
         assert headings(out) == list(HISTORY_HEADINGS)
         assert tokens(out) <= budget
         for ln in section(out, "### Done").splitlines():
-            m = re.match(r"- \[x\] (?:Edited|Wrote) (\S+)", ln)
+            m = re.match(r"- \[x\] (?:Edited|Wrote) (\S+?)(?::| \(×\d+\))?(?:\s|$)", ln)
             if m:
                 assert m.group(1) in edited  # paths are copied verbatim from the tool calls
     assert re.search(r"- \[x\] (Edited|Wrote) /", extract_summary(make_request(messages=messages)))
