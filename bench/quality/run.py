@@ -176,6 +176,17 @@ def category_scores(score: Score) -> dict[str, str]:
     return out
 
 
+def per_region(report: Report) -> dict[str, dict[str, object]]:
+    """Each region's score for the results file: split, source, probes answered, forbidden matches
+    and (passed, total) per category. Totals only: no probe ids or texts, held out or not."""
+    out: dict[str, dict[str, object]] = {}
+    for r in report.results:
+        out[r.region.name] = {"split": r.region.split, "source": r.region.source, "passed": r.score.passed,
+                              "total": r.score.total, "forbidden": r.score.forbidden,
+                              "categories": {c: list(v) for c, v in r.score.by_category().items()}}
+    return out
+
+
 def _render(rows: list[list[str]]) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]

@@ -16,6 +16,7 @@ from bench.quality.run import (
     all_regions,
     category_scores,
     configured_model,
+    per_region,
     handover,
     path_dump,
     pct,
@@ -46,6 +47,7 @@ def summary_quality(ctx: Context) -> Iterator[Case]:
                 if s.total:
                     derived[side] = pct(s.passed, s.total)
             row["derived"] = derived
+            row["extra"]["per_region"] = per_region(report)  # for `python -m bench.quality.readme`
 
         return Case(name, fn, unit="ms", repeats=1 if name != "embedded" else None, after=after,
                     extra={"regions": len(regions)})

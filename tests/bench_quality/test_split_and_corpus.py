@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from bench.quality.probefile import has_anchor, load_dir, load_probe_file
+from bench.quality.readme import load as load_results
+from bench.quality.readme import markdown
 from bench.quality.run import CORPUS, EXTERNAL, all_regions, details, evaluate, path_dump, raw_text, split_report
 from bench.quality.split import DEV, HELDOUT, load_split
 from compactd.samples.probes import score_probes
@@ -113,17 +115,29 @@ def test_held_out_regions_are_reported_by_totals_only() -> None:
             assert probe.id not in text and probe.question not in text
 
 
-def _bench(*args: str) -> str:
+def _bench(out: Path, *args: str) -> str:
     proc = subprocess.run([sys.executable, "-m", "bench", "--smoke", "--repeat", "1", "--only", "summary_quality",
-                           "--json", "/dev/null", *args], cwd=REPO_ROOT, capture_output=True, text=True,
+                           "--json", str(out), *args], cwd=REPO_ROOT, capture_output=True, text=True,
                           timeout=600, check=False)
     assert proc.returncode == 0, proc.stderr
     return proc.stdout
 
 
-def test_bench_reports_held_out_first_then_development_and_can_run_one_side() -> None:
-    everything = _bench()
+def test_bench_reports_held_out_first_then_development_and_can_run_one_side(tmp_path: Path) -> None:
+    everything = _bench(tmp_path / "all.json")
     assert everything.index("HELD-OUT regions") < everything.index("DEVELOPMENT regions")
     assert "corpus/node-memleak" in everything and "heldout=" in everything
-    dev = _bench("--split", "dev")
+    dev = _bench(tmp_path / "dev.json", "--split", "dev")
     assert "HELD-OUT" not in dev and "corpus/node-memleak" not in dev and "corpus/polars-migration" in dev
+
+    # The README tables come from the results file: held-out first, per region, no probe texts.
+    data = load_results(tmp_path / "all.json")
+    text = markdown(data)
+    assert text.index("**Held-out regions**") < text.index("**Development regions**")
+    assert text.index("external/spotter-annotations") < text.index("before-compaction #1")
+    held = [r for r in all_regions(smoke=True) if r.split == HELDOUT]
+    for region in held:
+        for probe in region.probes:
+            assert probe.question not in text and f" {probe.id} " not in text
+    stored = [n for n, r in data["model-written"].items() if r["split"] == HELDOUT]
+    assert sorted(stored) == sorted(r.name for r in held if r.stored_summary)
