@@ -187,7 +187,7 @@ def test_error_resolved_by_a_later_success_is_not_blocked() -> None:
     assert section(out, "### Blocked") == "(none)"
     done = section(out, "### Done")
     # Resolved: recorded as fixed (the exact error is kept for recall), never as blocking.
-    assert "- [x] Fixed: E   AssertionError: expected 3 (from `pytest -q`)" in done
+    assert "- [x] Fixed: AssertionError: expected 3 (from `pytest -q`)" in done  # pytest's "E" marker dropped
     assert "- [x] `pytest` passes" in done
     assert "AssertionError" not in section(out, "## Next Steps") + section(out, "## Critical Context")
 

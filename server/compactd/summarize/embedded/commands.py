@@ -21,6 +21,9 @@ _GENERIC_ERROR = re.compile(
     r"timed out|exited with code [1-9]",
     re.IGNORECASE,
 )
+# A named exception or error type with its message ("KeyError: 'x'", pytest's "E   ValueError: ..."):
+# more telling than a "path:line:" location line.
+_NAMED_ERROR = re.compile(r"^(?:E\s+)?(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)\b:?")
 _EXIT_LINE = re.compile(r"^Command exited with code \d+$")
 
 
@@ -28,16 +31,28 @@ def error_line(text: str) -> str:
     """The most telling line of an error output, verbatim (minified/huge lines avoided)."""
     all_lines = [ln.strip() for ln in text.splitlines() if ln.strip() and not _EXIT_LINE.match(ln.strip())]
     lines = [ln for ln in all_lines if len(ln) <= 300] or all_lines
-    typed = [ln for ln in lines if _TYPED_ERROR.search(ln)]
+    named = [ln for ln in lines if _NAMED_ERROR.search(ln)]
+    typed = named or [ln for ln in lines if _TYPED_ERROR.search(ln)]
     if typed:
         # Python tracebacks end with the real exception; compilers report the first error first.
-        return typed[-1] if "Traceback (most recent call last)" in text else typed[0]
+        line = typed[-1] if "Traceback (most recent call last)" in text else typed[0]
+        return _with_detail(line, lines)
     for ln in lines:
         if _GENERIC_ERROR.search(ln):
             return ln
     if lines:
         return lines[0]
     return first_line(text) or "(no output)"
+
+
+def _with_detail(line: str, lines: list[str]) -> str:
+    """An error line that ends in a colon announces its details: the next line is joined to it."""
+    line = re.sub(r"^E\s+", "", line)
+    if line.endswith(":"):
+        i = lines.index(next(ln for ln in lines if ln.endswith(line)))
+        if i + 1 < len(lines):
+            line += " " + re.sub(r"^E\s+", "", lines[i + 1])
+    return line
 
 
 def looks_failed(text: str) -> bool:

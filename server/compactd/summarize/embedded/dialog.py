@@ -51,13 +51,14 @@ _REQUEST_QUESTION = re.compile(
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn't|should(?:n't)? (?:not |never |always |only |stay|keep|be)|don't|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
-    r"at least|no new|required|backwards? compatible)\b"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|"
+    r"(?:can ?not|cannot|can't|must not|mustn't|should not|shouldn't) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don't|do not|avoid|stick to)\b",
     re.IGNORECASE,
 )
 # Pasted material: JSON lines, stack frames, carets, shell prompts, `key: value` dumps.
 _PASTE_LINE = re.compile(r"^\s*(?:[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
-                         r"\w+: -?\d+,?|[}\]],?|\$ .*|>>> .*)\s*$")
+                         r"\w+: -?\d+,?|[}\]],?|\$ .*|>.*)\s*$")
 # An error line quoted by the user (kept verbatim as evidence).
 _QUOTED_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w*)?(?:Error|Exception)\b\s*:|\berror(?:\[\w+\])?:|\berror TS\d+")
 # Politeness and agreement that open a reply without saying anything.
@@ -182,8 +183,8 @@ def user_reason(reply: str) -> str:
     """Why the user said no: the clause after a reason word, else the reply without its opener."""
     m = REASON.search(reply)
     if m:
-        return clip(reply[m.start():].lstrip(" ,;—–-"), 300)
-    return clip(re.sub(r"^(?:no|nope|nah|wait|actually|hold on)\W*", "", reply.strip(), flags=re.I), 300)
+        return clip(reply[m.start():].lstrip(" ,;—–-"), 450)
+    return clip(re.sub(r"^(?:no|nope|nah|wait|actually|hold on)\W*", "", reply.strip(), flags=re.I), 450)
 
 
 # -- the assistant's prose --------------------------------------------------------------------
@@ -259,7 +260,7 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
                 items.append(clip(item, 220))
     if not items:
         items = [clip(s, 220) for s in sentences(text) if len(s) >= 25 and not NARRATION.match(s)
-                 and not _FILLER.match(s) and not s.endswith("?")]
+                 and not _FILLER.match(s) and not s.endswith(("?", ":")) and not s.startswith("|")]
     return items[:limit]
 
 

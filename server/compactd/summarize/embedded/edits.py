@@ -93,12 +93,13 @@ def _new_line(old: str, new: str, path: str) -> str:
     if path.lower().endswith(_DOC_EXT):
         prose = [ln for ln in added if re.search(r"[A-Za-z]{3,}.*\s.*[A-Za-z]{3,}", ln) and not ln.startswith("#")]
         return clip(re.sub(r"^[-*>\d.)\s]+", "", prose[0]), 160) if prose else ""
-    for ln in added:
+    if path.lower().endswith(_CONFIG_EXT):  # a setting or a dependency: the added lines themselves
+        return clip(" ".join(added[:2]), 160)
+    for ln in added:  # code: the first comment or docstring that explains it
         m = _COMMENT.match(ln)
         if m and len(m.group(1).split()) >= 3:
             return clip(m.group(1), 160)
-    code = [ln for ln in added if len(ln) > 8 and not re.fullmatch(r"[\W_]*", ln)]
-    return clip(code[0], 140) if code else ""
+    return ""
 
 
 def describe_edit(change: Change, old: str, new: str) -> None:
@@ -110,6 +111,9 @@ def describe_edit(change: Change, old: str, new: str) -> None:
     if len(added) == 1 and len(removed) == 1:  # one name out, one in: a rename
         change.renamed.append((removed[0], added[0]))
         added, removed = [], []
+    tests = [n for n in added if re.match(r"(?:test_?|Test)\w", n)]
+    if len(tests) > 2:  # many new tests: their number says enough
+        added = [n for n in added if n not in tests] + [f"{len(tests)} tests"]
     for n in added:
         if n in change.removed:
             change.removed.remove(n)
@@ -129,7 +133,10 @@ def describe_write(change: Change, content: str) -> None:
     """What a newly written file is: its title or docstring, and what it defines."""
     change.count += 1
     change.about = _title(content, change.path)
-    change.exports = [n for n in _names(content, change.path) if not n.startswith("“")][:8] or change.exports
+    names = [n for n in _names(content, change.path) if not n.startswith("“")]
+    tests = [n for n in names if re.match(r"(?:test_?|Test)\w", n)]
+    rest = [n for n in names if n not in tests]
+    change.exports = rest[:6] + ([f"{len(tests)} tests"] if tests else []) or change.exports
 
 
 def _title(content: str, path: str) -> str:

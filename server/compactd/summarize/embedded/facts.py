@@ -149,8 +149,10 @@ class _Pass:
         f = self.f
         if after_proposal:
             proposal = self.last_assistant_text
-            prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s)]
-            key = next(iter(dl.decision_sentences(proposal)), None) or next(
+            prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s) and not s.endswith(":")]
+            steps = dl.plan_items(proposal)
+            key = next(iter(dl.decision_sentences(proposal)), None) or (
+                "; ".join(steps[:3]) if len(steps) >= 2 else None) or next(
                 (s for s in prose if dl.PROPOSAL.search(s)), prose[0] if prose else "")
             code = [c for c in re.findall(r"`[^`\n]{2,40}`", proposal) if c.strip("`") not in reply][:5]
             text = clip(key, 300) + (f" ({', '.join(code)})" if code else "")
@@ -213,6 +215,10 @@ class _Pass:
         else:
             f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
         f.findings.extend(dl.finding_sentences(text))
+        said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
+        for x in f.failures:  # the agent's first words after a failure explain it
+            if not x.diagnosis and not x.resolved and said:
+                x.diagnosis = clip(said[0], 240)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)

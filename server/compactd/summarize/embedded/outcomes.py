@@ -13,7 +13,7 @@ _UNITTEST = re.compile(r"^Ran (\d+) tests? in", re.MULTILINE)
 # Names of failing tests: pytest "FAILED path::name", go "--- FAIL: Name", cargo "test name ... FAILED",
 # jest "✕ name" / "● Suite › name".
 _FAILING = re.compile(
-    r"^(?:FAILED\s+(\S+::\S+)|--- FAIL: (\S+)|test (\S+) \.\.\. FAILED|\s*[✕×] (.+?)(?: \(\d+ ?ms\))?|● (.+))\s*$",
+    r"^(?:FAILED\s+(\S+::\S+)(?:\s+-\s.*)?|--- FAIL: (\S+)|test (\S+) \.\.\. FAILED|\s*[✕×] (.+?)(?: \(\d+ ?ms\))?|● (.+))(?:\s+\([\d.]+\s?m?s\))?\s*$",
     re.MULTILINE,
 )
 # Go package results: "ok  \tpkg\t0.01s" and "FAIL\tpkg".
@@ -32,7 +32,8 @@ def test_outcome(output: str) -> str:
     go = _GO_PKG.findall(output)
     if go and not counts:
         ok = sum(1 for r, _ in go if r == "ok")
-        counts["packages ok"] = ok
+        if ok:
+            counts["packages ok"] = ok
         if len(go) > ok:
             counts["packages failed"] = len(go) - ok
     failing = []

@@ -21,6 +21,7 @@ class Failure:
     seq: int
     resolved: bool = False
     tally: str = ""  # a test run's counts and failing names
+    diagnosis: str = ""  # what the assistant said about it right after seeing it
 
 
 @dataclass

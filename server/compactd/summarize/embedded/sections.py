@@ -86,8 +86,9 @@ def _open_work(f: Facts) -> bool:
 
 
 def _fixed_lines(f: Facts) -> list[str]:
-    return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{clip(x.call.command, 100)}`)" for x in f.fixed
-            if x.call.command and TYPED_ERROR_RE.search(x.line)][-6:]
+    return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{clip(x.call.command, 100)}`)"
+            + (f" — {x.diagnosis}" if x.diagnosis else "")
+            for x in f.fixed if x.call.command and TYPED_ERROR_RE.search(x.line)][-6:]
 
 
 def _error_lines(f: Facts) -> list[str]:

@@ -1,0 +1,195 @@
+"""Each stage of the embedded summarizer's pipeline on small synthetic sessions (issue 25):
+what an edit or a write changed, command outcomes, resolution by later evidence, dialog acts by
+structure, and next steps that respect the user's rules."""
+
+from __future__ import annotations
+
+from compactd.summarize.embedded.edits import Change, describe_edit, describe_write
+from compactd.summarize.embedded.facts import collect
+from compactd.summarize.embedded.outcomes import test_outcome as tally_of
+from compactd.summarize.extractive import extract_summary
+from tests.support.summarizers import make_request
+
+from .test_extractive import assistant, call, result, section, text, user
+
+
+def summarize(msgs: list) -> str:
+    return extract_summary(make_request(messages=msgs))
+
+
+# -- extract: edits and writes ------------------------------------------------------------------
+def test_an_edit_that_adds_a_function_says_so_in_done() -> None:
+    msgs = [
+        user("Add a helper that parses durations in src/units.py"),
+        assistant(call("e", "edit", path="src/units.py", oldText="import re\n",
+                       newText="import re\n\ndef parse_duration(text):\n    # accepts 5s, 2m and 1h\n    ...\n")),
+        result("e", "edit", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "- [x] Edited src/units.py: added parse_duration()" in done
+    assert "accepts 5s, 2m and 1h" in done  # one line of what the new text says
+
+
+def test_a_rename_and_a_removal_are_read_from_old_and_new_text() -> None:
+    change = Change("lib/cache.ts", "Edited")
+    describe_edit(change, "export function getItem(k) {}\n", "export function fetchItem(k) {}\n")
+    describe_edit(change, "function legacy() {}\nconst LIMIT = 3\n", "const LIMIT = 3\n")
+    assert change.renamed == [("getItem()", "fetchItem()")]
+    assert change.removed == ["legacy()"]
+    assert change.line() == "Edited lib/cache.ts (×2): renamed getItem() → fetchItem(); removed legacy()"
+
+
+def test_doc_edits_report_headings_and_what_the_new_text_says() -> None:
+    change = Change("docs/config.md", "Edited")
+    describe_edit(change, "# Config\n", "# Config\n\n## Retries\nSet `MAX_RETRIES` to bound how often a call is retried.\n")
+    line = change.line()
+    assert "added “Retries”, `MAX_RETRIES`" in line
+    assert "now says “Set `MAX_RETRIES` to bound how often a call is retried.”" in line
+
+
+def test_a_write_is_described_by_its_docstring_and_definitions() -> None:
+    change = Change("tools/report.py", "Wrote")
+    describe_write(change, '"""Weekly usage report for the billing team."""\n\ndef build(rows):\n    ...\n\nclass Row:\n    ...\n')
+    assert change.line() == "Wrote tools/report.py: “Weekly usage report for the billing team.”; defines build(), Row"
+
+
+# -- extract: command outcomes -----------------------------------------------------------------
+def test_test_tallies_and_failing_names() -> None:
+    out = "FAILED tests/test_io.py::test_roundtrip - assert 1 == 2\n==== 1 failed, 12 passed in 0.5s ===="
+    assert tally_of(out) == "1 failed, 12 passed; failing: tests/test_io.py::test_roundtrip"
+    assert tally_of("--- FAIL: TestLimiter (0.00s)\nFAIL\tgithub.com/x/y\t0.01s") == "1 packages failed; failing: TestLimiter"
+    assert tally_of("hello") == ""
+
+
+def test_what_a_script_printed_is_kept() -> None:
+    msgs = [
+        user("Count the rows in the events table of data.db"),
+        assistant(call("q", "bash", command="python3 scripts/count.py data.db")),
+        result("q", "bash", "events: 1204"),
+    ]
+    assert "- [x] Ran `python3 scripts/count.py data.db` → events: 1204" in section(summarize(msgs), "### Done")
+
+
+# -- resolve: outcomes -------------------------------------------------------------------------
+def test_a_failing_run_that_later_passes_leaves_blocked_with_its_counts() -> None:
+    msgs = [
+        user("Fix the parser tests"),
+        assistant(call("a", "bash", command="pytest tests/test_parser.py")),
+        result("a", "bash", "E   ValueError: bad token ')'\n==== 1 failed, 4 passed ====\nCommand exited with code 1",
+               is_error=True),
+        assistant(text("The tokenizer never resets its depth counter after a closing paren."),
+                  call("b", "edit", path="src/parser.py", oldText="depth = 0", newText="depth = max(depth - 1, 0)")),
+        result("b", "edit", "ok"),
+        assistant(call("c", "bash", command="pytest tests/test_parser.py")),
+        result("c", "bash", "==== 5 passed in 0.1s ===="),
+    ]
+    out = summarize(msgs)
+    assert section(out, "### Blocked") == "(none)"
+    done = section(out, "### Done")
+    assert "Fixed: ValueError: bad token ')'" in done
+    assert "— The tokenizer never resets its depth counter" in done  # how it was understood
+    assert "- [x] `pytest` passes (5 passed)" in done
+
+
+def test_an_error_the_assistant_says_it_fixed_is_resolved() -> None:
+    msgs = [
+        user("Deploy the worker"),
+        assistant(call("a", "bash", command="./deploy.sh worker")),
+        result("a", "bash", "Error: missing WORKER_TOKEN\nCommand exited with code 1", is_error=True),
+        assistant(text("I fixed the missing WORKER_TOKEN by exporting it in .env.")),
+    ]
+    out = summarize(msgs)
+    assert section(out, "### Blocked") == "(none)"
+    facts = collect(msgs)
+    assert [f.resolved for f in facts.failures] == [True]
+
+
+def test_an_unrelated_fixed_claim_leaves_the_error_open() -> None:
+    msgs = [
+        user("Deploy the worker"),
+        assistant(call("a", "bash", command="./deploy.sh worker")),
+        result("a", "bash", "Error: missing WORKER_TOKEN\nCommand exited with code 1", is_error=True),
+        assistant(text("I fixed the typo in README.md.")),
+    ]
+    assert "missing WORKER_TOKEN" in section(summarize(msgs), "### Blocked")
+
+
+# -- dialog acts -------------------------------------------------------------------------------
+def test_a_no_after_a_proposal_is_a_rejection_with_the_users_reason() -> None:
+    msgs = [
+        user("The session cache grows without bound, fix it"),
+        assistant(text("I propose we store sessions in a global dict keyed by user id.")),
+        user("no, don't use a global dict, because it leaks between tests"),
+        assistant(text("Understood: I'll keep the cache on the app instance and clear it per request."),
+                  call("e", "edit", path="app/cache.py", oldText="x", newText="y")),
+        result("e", "edit", "ok"),
+    ]
+    out = summarize(msgs)
+    decisions = section(out, "## Key Decisions")
+    rejected = [ln for ln in decisions.splitlines() if ln.startswith("- **Rejected by the user**")]
+    assert len(rejected) == 1
+    assert "global dict keyed by user id" in rejected[0] and rejected[0].endswith("because it leaks between tests")
+    assert "global dict" not in section(out, "### Done")
+    assert "- **Adopted instead**: I'll keep the cache on the app instance" in decisions
+
+
+def test_a_proposal_carried_out_later_is_not_rejected() -> None:
+    msgs = [
+        user("Tidy the helpers module"),
+        assistant(text("I'll move the helpers: `src/helpers.py` becomes `src/util.py`.")),
+        user("wait, first run the tests"),
+        assistant(call("t", "bash", command="pytest -q")),
+        result("t", "bash", "3 passed"),
+        assistant(call("m", "bash", command="git mv src/helpers.py src/util.py")),
+        result("m", "bash", ""),
+    ]
+    out = summarize(msgs)
+    assert "Rejected" not in section(out, "## Key Decisions")
+    assert "Renamed src/helpers.py → src/util.py" in section(out, "### Done")
+
+
+def test_goal_ignores_pasted_shell_output_and_requests_to_look() -> None:
+    msgs = [
+        user("open the config file for me"),
+        user("$ npm run build\n> app@1.0.0 build\n~/app main\n\nMake the build pass on Node 18."),
+    ]
+    goal = section(summarize(msgs), "## Goal")
+    assert goal == "Make the build pass on Node 18."
+
+
+def test_next_steps_never_propose_what_the_user_forbade() -> None:
+    msgs = [
+        user("Split src/app.ts into modules. Stop committing everything, I will commit myself."),
+        assistant(call("c", "bash", command='git commit -am "wip"')),
+        result("c", "bash", "[main 1234567] wip"),
+        assistant(call("e", "edit", path="src/app.ts", oldText="a", newText="b")),
+        result("e", "edit", "ok"),
+        assistant(text("Split done.")),
+    ]
+    out = summarize(msgs)
+    assert "Stop committing everything, I will commit myself." in section(out, "## Constraints & Preferences")
+    assert "Commit" not in section(out, "## Next Steps")
+
+
+def test_scratch_deletions_are_not_changes() -> None:
+    msgs = [
+        user("Clean up the files the benchmark left behind in the repository"),
+        assistant(call("r", "bash", command="rm -rf /tmp/bench-out && rm old.log")),
+        result("r", "bash", ""),
+    ]
+    out = summarize(msgs)
+    assert "/tmp" not in section(out, "### Done") + section(out, "## Critical Context")
+    assert section(out, "### Done") == "- [x] Deleted old.log"
+
+
+def test_an_accepted_plan_is_a_decision_and_its_steps_are_next() -> None:
+    msgs = [
+        user("Add rate limiting to the API"),
+        assistant(text("Here is the plan I propose:\n1. Add a token bucket in `limiter.go`\n"
+                       "2. Wire it into the middleware\n3. Document `RATE_LIMIT_RPS` in the README")),
+        user("sounds good"),
+    ]
+    out = summarize(msgs)
+    assert "**Plan agreed with the user**: Add a token bucket in `limiter.go`; Wire it into the middleware" in (
+        section(out, "## Key Decisions"))
+    assert "Document `RATE_LIMIT_RPS` in the README" in section(out, "## Next Steps")
