@@ -77,7 +77,7 @@ def test_a_failing_run_that_later_passes_leaves_blocked_with_its_counts() -> Non
         assistant(call("a", "bash", command="pytest tests/test_parser.py")),
         result("a", "bash", "E   ValueError: bad token ')'\n==== 1 failed, 4 passed ====\nCommand exited with code 1",
                is_error=True),
-        assistant(text("The tokenizer never resets its depth counter after a closing paren."),
+        assistant(text("The bug is that the tokenizer never resets its depth counter after a closing paren."),
                   call("b", "edit", path="src/parser.py", oldText="depth = 0", newText="depth = max(depth - 1, 0)")),
         result("b", "edit", "ok"),
         assistant(call("c", "bash", command="pytest tests/test_parser.py")),
@@ -87,7 +87,7 @@ def test_a_failing_run_that_later_passes_leaves_blocked_with_its_counts() -> Non
     assert section(out, "### Blocked") == "(none)"
     done = section(out, "### Done")
     assert "Fixed: ValueError: bad token ')'" in done
-    assert "— The tokenizer never resets its depth counter" in done  # how it was understood
+    assert "— The bug is that the tokenizer never resets its depth counter" in done  # how it was understood
     assert "- [x] `pytest` passes (5 passed)" in done
 
 

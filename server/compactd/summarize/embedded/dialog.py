@@ -19,17 +19,17 @@ _ACK = re.compile(
 )
 # A reply that opens by negating or stopping what the assistant did or proposed.
 _NEGATING_OPENER = re.compile(
-    r"^(?:(?:no|nope|nah)(?:\s*[,.!:;—-]|\s+(?:that|this|it|way|don't|not)\b)|wait\b|actually\b|hold on\b|hm+\b|"
-    r"scratch that|stop\b|undo\b|revert\b|not (?:like|what|that)\b|that's (?:wrong|not)\b|wrong\b|don't\b|"
-    r"please don't\b|instead\b|rather\b)",
+    r"^(?:(?:no|nope|nah)(?:\s*[,.!:;—-]|\s+(?:that|this|it|way|don'?t|not)\b)|wait\b|actually\b|hold on\b|hm+\b|"
+    r"scratch that|stop\b|undo\b|revert\b|not (?:like|what|that)\b|that'?s (?:wrong|not)\b|wrong\b|don'?t\b|"
+    r"please don'?t\b|instead\b|rather\b)",
     re.IGNORECASE,
 )
 # Anywhere in a short reply: the user says the result is not what they wanted.
-_NEGATING_ANYWHERE = re.compile(r"\bnot what i (?:wanted|asked|meant)\b|\bdon't do that\b|\bthat's not (?:it|right)\b",
+_NEGATING_ANYWHERE = re.compile(r"\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b|\bthat'?s not (?:it|right)\b",
                                 re.IGNORECASE)
 # Steering without rejecting: a counter-suggestion phrased as a question or preference.
 _DIRECTION = re.compile(
-    r"\b(?:can't we|couldn't we|shouldn't we|why not|why don't we|wouldn't it be|how about|what about|"
+    r"\b(?:can'?t we|couldn'?t we|shouldn'?t we|why not|why don'?t we|wouldn'?t it be|how about|what about|"
     r"i'd rather|i would rather|i'd prefer|i think we should)\b",
     re.IGNORECASE,
 )
@@ -47,13 +47,14 @@ _LOOK = re.compile(r"^(?:\W*(?:ok|okay|so|now|then|please|also|can you|could you
                    r"tell|explain|read|look|list|display|cat)\b", re.IGNORECASE)
 _REQUEST_QUESTION = re.compile(
     r"^(?:\W*(?:ok|okay|alright|so|and|also|btw|hey|then|now)\W+)*(?:can|could|would|will) (?:you|we)\b", re.I)
-# Rule words: obligations, prohibitions, preferences, limits.
+# Rule words: obligations, prohibitions, preferences, limits (contractions with or without the
+# apostrophe: chat users often type "dont").
 CONSTRAINT_RE = re.compile(
-    r"\b(?:must|mustn't|should(?:n't)? (?:not |never |always |only |stay|keep|be)|don't|do not|never|always|"
+    r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
     r"at least|no new|required|backwards? compatible|stop \w+ing|"
-    r"(?:can ?not|cannot|can't|must not|mustn't|should not|shouldn't) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
-    r"|^(?:keep|no|never|always|only|don't|do not|avoid|stick to)\b",
+    r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
+    r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
 )
 # Pasted material: JSON lines, stack frames, carets, shell prompts, `key: value` dumps.
@@ -69,7 +70,7 @@ _FILLER = re.compile(
 )
 _IMPERATIVE = re.compile(r"^(?:\W*(?:ok|okay|alright|so|now|then|please|also)\W+)*" + _ACTION.pattern, re.IGNORECASE)
 _RULE_START = re.compile(
-    r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don't|do not|avoid|stick to|make sure|"
+    r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
     r"ensure)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
@@ -165,7 +166,7 @@ def forbidden_verbs(constraint: str) -> set[str]:
     """Stems of the actions a rule forbids ("stop committing", "don't push") — next steps must not
     propose them."""
     out = set()
-    for m in re.finditer(r"\b(?:don't|do not|never|stop|no more|without)\s+(?:\w+ly\s+)?(\w+)", constraint, re.I):
+    for m in re.finditer(r"\b(?:don'?t|do not|never|stop|no more|without)\s+(?:\w+ly\s+)?(\w+)", constraint, re.I):
         out.add(stem(m.group(1)))
     return out
 
@@ -177,6 +178,15 @@ def stem(word: str) -> str:
             w = w[: -len(suffix)]
             break
     return w[:5]
+
+
+# The user puts a problem aside: "leave that one", "skip it", "don't fix that now".
+_DEFER = re.compile(r"^(?:\W*(?:ok|okay|no|nah|hm+)\W+)*(?:leave|skip|ignore|forget|park) (?:that|this|it|them|those|the)\b"
+                    r"|\b(?:don'?t|do not) (?:fix|bother with|worry about)\b|\bnot now\b", re.IGNORECASE)
+
+
+def defers(text: str) -> bool:
+    return bool(_DEFER.search(" ".join(text.split())[:200]))
 
 
 def user_reason(reply: str) -> str:
@@ -257,9 +267,9 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
         if LIST_MARK.match(s) and not s.startswith("```"):
             item = LIST_MARK.sub("", s).strip().strip("*")
             if len(item) >= 12 and not NARRATION.match(item):
-                items.append(clip(item, 220))
+                items.append(clip(item, 300))
     if not items:
-        items = [clip(s, 220) for s in sentences(text) if len(s) >= 25 and not NARRATION.match(s)
+        items = [clip(s, 300) for s in sentences(text) if len(s) >= 25 and not NARRATION.match(s)
                  and not _FILLER.match(s) and not s.endswith(("?", ":")) and not s.startswith("|")]
     return items[:limit]
 

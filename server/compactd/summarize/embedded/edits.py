@@ -74,6 +74,8 @@ def _names(text: str, path: str) -> list[str]:
     else:
         for m in _DEF.finditer(text):
             kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
+            if kind in ("cons", "let", "var") and m.group(0)[:1].isspace():
+                continue  # an indented variable is a local, not something the file defines
             out.append(name + "()" if kind in ("def", "func", "fn") else name)
         out += [m + "()" for m in _METHOD.findall(text) if m not in _KEYWORDS]
         if ext.endswith(_CONFIG_EXT):

@@ -58,9 +58,15 @@ class Facts:
     mentions: list[str] = field(default_factory=list)
     embedded: list[str] = field(default_factory=list)
 
+    last_commit_seq: int = -1
+
     @property
     def errors(self) -> list[Failure]:
-        return [f for f in self.failures if not f.resolved]
+        return [f for f in self.failures if not f.resolved and not f.deferred]
+
+    @property
+    def deferred(self) -> list[Failure]:
+        return [f for f in self.failures if not f.resolved and f.deferred]
 
     @property
     def fixed(self) -> list[Failure]:
@@ -120,6 +126,9 @@ class _Pass:
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
             return
+        if dl.defers(cleaned):  # the open problems are put aside, not blocking
+            for x in f.errors:
+                x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
@@ -216,9 +225,13 @@ class _Pass:
             f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
         f.findings.extend(dl.finding_sentences(text))
         said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
-        for x in f.failures:  # the agent's first words after a failure explain it
-            if not x.diagnosis and not x.resolved and said:
-                x.diagnosis = clip(said[0], 240)
+        for x in f.failures:  # the agent's explanation after a failure: a finding, or words that name it
+            if x.diagnosis or x.resolved or not said:
+                continue
+            named = {w.lower().strip("`'\"():,.") for w in x.line.split() if len(w) >= 5}
+            about = [s for s in said if dl.finding_sentences(s) or named & {w.lower().strip("`'\"():,.") for w in s.split()}]
+            if about:
+                x.diagnosis = clip(about[0], 240)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)

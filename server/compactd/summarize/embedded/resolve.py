@@ -22,6 +22,7 @@ class Failure:
     resolved: bool = False
     tally: str = ""  # a test run's counts and failing names
     diagnosis: str = ""  # what the assistant said about it right after seeing it
+    deferred: str = ""  # the user's words when they put it aside
 
 
 @dataclass

@@ -197,7 +197,8 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
         steps += offered_steps(f.final_text)
     steps += [f"Fix: {clip(x.line, _MAX_ERROR)} (from {x.call.short()})" for x in f.errors[-2:]]
     for fam, (seq, ok) in f.checks.items():
-        if ok and seq < f.last_code_edit_seq:  # passed, but code changed since: check again
+        # passed, but code changed since and nothing committed it: check again
+        if ok and seq < f.last_code_edit_seq and f.last_commit_seq < f.last_code_edit_seq:
             steps.append(f"Run `{fam}` again")
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.uncommitted[-5:]))
@@ -248,6 +249,8 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
             critical.append(item)
     critical += ["Error reported by the user: " + e for e in f.user_errors[-4:]]
     critical += [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors]
+    critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
+                 for x in f.deferred]
     critical += ["Finding: " + s for s in f.findings[-6:]]
     renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in f.renamed)])
     deleted = dedupe([*deleted, *f.deleted])

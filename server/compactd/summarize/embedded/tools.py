@@ -96,4 +96,5 @@ class ToolEffects:
         where = f" ({sha.group(2)} on `{sha.group(1)}`)" if sha else ""
         f.done.append((seq, "commit", f'Committed "{clip(message, 200)}"{where}'))
         self.committed_once = True
+        f.last_commit_seq = seq
         f.uncommitted = []
