@@ -180,7 +180,7 @@ def stem(word: str) -> str:
     return w[:5]
 
 
-# The user puts a problem aside: "leave that one", "skip it", "don't fix that now".
+# The user puts a problem aside: "skip it for now", "ignore those", "don't bother with it".
 _DEFER = re.compile(r"^(?:\W*(?:ok|okay|no|nah|hm+)\W+)*(?:leave|skip|ignore|forget|park) (?:that|this|it|them|those|the)\b"
                     r"|\b(?:don'?t|do not) (?:fix|bother with|worry about)\b|\bnot now\b", re.IGNORECASE)
 
@@ -260,17 +260,26 @@ def substance(text: str) -> str:
 
 
 def recap_items(text: str, limit: int = 6) -> list[str]:
-    """An end-of-turn message's points: its list items (or else its sentences), narration dropped."""
-    items = []
+    """An end-of-turn message's points, in order: its headline, list items and statements
+    (narration, questions, lead-ins, tables and politeness dropped)."""
+    items: list[str] = []
+    fenced = False
     for line in text.splitlines():
         s = line.strip()
-        if LIST_MARK.match(s) and not s.startswith("```"):
+        if s.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or not s or s.startswith(("|", "#")):
+            continue
+        if LIST_MARK.match(s):
             item = LIST_MARK.sub("", s).strip().strip("*")
             if len(item) >= 12 and not NARRATION.match(item):
                 items.append(clip(item, 300))
-    if not items:
-        items = [clip(s, 300) for s in sentences(text) if len(s) >= 25 and not NARRATION.match(s)
-                 and not _FILLER.match(s) and not s.endswith(("?", ":")) and not s.startswith("|")]
+            continue
+        for sent in sentences(s):
+            sent = _FILLER.sub("", sent).strip()
+            if len(sent) >= 25 and not NARRATION.match(sent) and not sent.endswith(("?", ":")):
+                items.append(clip(sent, 300))
     return items[:limit]
 
 
