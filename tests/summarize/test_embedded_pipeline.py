@@ -193,3 +193,36 @@ def test_an_accepted_plan_is_a_decision_and_its_steps_are_next() -> None:
     assert "**Plan agreed with the user**: Add a token bucket in `limiter.go`; Wire it into the middleware" in (
         section(out, "## Key Decisions"))
     assert "Document `RATE_LIMIT_RPS` in the README" in section(out, "## Next Steps")
+
+
+def test_a_polite_refusal_in_a_later_sentence_is_a_rejection() -> None:
+    msgs = [
+        user("Restructure the CLI so that following a log is easier to discover"),
+        assistant(text("I suggest we add a `tail` subcommand and make `-f` an alias of it. Shall I?")),
+        user("Thanks for the write-up, it is very clear. I'd rather not add a subcommand, since the runbook "
+             "uses the flags and two dialects would confuse people."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert decisions.startswith("- **Rejected by the user**: I suggest we add a `tail` subcommand")
+    assert "two dialects would confuse people" in decisions
+
+
+def test_commands_that_show_their_exit_status_and_empty_searches_are_not_blockers() -> None:
+    msgs = [
+        user("Make the --count flag conflict with --follow in src/cli.rs"),
+        assistant(call("a", "bash", command='./target/debug/app -c -f; echo "exit=$?"')),
+        result("a", "bash", "error: the argument '--count' cannot be used with '--follow'\nexit=2", is_error=True),
+        assistant(call("b", "bash", command="sed -i 's/a/b/' src/cli.rs && grep -n Config src/cli.rs")),
+        result("b", "bash", "Command exited with code 1", is_error=True),
+    ]
+    assert section(summarize(msgs), "### Blocked") == "(none)"
+
+
+def test_options_put_to_the_user_are_not_done() -> None:
+    msgs = [
+        user("Decide how usage errors should exit in src/main.rs"),
+        assistant(text("There are two ways to go:\n- exit 2 for usage errors, like most tools\n"
+                       "- keep exit 1 by mapping the parser error ourselves\nWhich do you prefer?")),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "exit 2 for usage errors" not in done and "keep exit 1" not in done

@@ -20,7 +20,11 @@ from .prompt_text import messages_from_prompt
 from .render import fit
 from .sections import build
 
-__all__ = ["extract_summary"]
+__all__ = ["extract_summary", "SOFT_BUDGET"]
+
+# A summary a model reads gladly: about the length of a model-written one (~6k characters), however
+# large the budget; the lowest-priority lines go first.
+SOFT_BUDGET = 100000
 
 
 def extract_summary(request: SummaryRequest) -> str:
@@ -35,4 +39,5 @@ def extract_summary(request: SummaryRequest) -> str:
     if previous_text and request.kind != SummaryKind.TURN_PREFIX:
         previous.append(parse_summary(previous_text))
     lines = build(request.kind, facts, previous)
-    return fit(request.kind, lines.items, request.max_tokens)
+    budget = min(request.max_tokens, SOFT_BUDGET) if request.max_tokens > 0 else SOFT_BUDGET
+    return fit(request.kind, lines.items, budget)

@@ -52,7 +52,7 @@ _REQUEST_QUESTION = re.compile(
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
-    r"at least|no new|required|backwards? compatible|stop \w+ing|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|"
     r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
@@ -69,6 +69,10 @@ _FILLER = re.compile(
     re.IGNORECASE,
 )
 _IMPERATIVE = re.compile(r"^(?:\W*(?:ok|okay|alright|so|now|then|please|also)\W+)*" + _ACTION.pattern, re.IGNORECASE)
+# A task stated as a wish or a need rather than an imperative: "I'd like to move it to X", "we need to ...".
+_TASK_STATEMENT = re.compile(r"\b(?:i'?d like (?:you )?to|i would like (?:you )?to|i want (?:you )?to|we need to|"
+                             r"i need (?:you )?to|let'?s|could you|can you|would you|please)\s+" + _ACTION.pattern,
+                             re.IGNORECASE)
 _RULE_START = re.compile(
     r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
     r"ensure)\b", re.IGNORECASE)
@@ -115,6 +119,16 @@ def _rule_like(sentence: str) -> bool:
     return bool(m) and len(sentence[: m.start()].split()) <= 5
 
 
+# A polite refusal anywhere in the opening sentences of a reply: "I'd rather not ...", "let's not ...".
+_POLITE_NO = re.compile(r"\b(?:i'?d rather not|i would rather not|i'?d prefer not|i'?d prefer we didn'?t|let'?s not|"
+                        r"i don'?t (?:want|think we should)|please don'?t go|not (?:go|going) (?:with|the))\b", re.IGNORECASE)
+
+
+def refuses(text: str) -> bool:
+    """A reply that declines what was proposed, bluntly or politely (in its first three sentences)."""
+    return is_negating(text) or any(_POLITE_NO.search(s) for s in sentences(text)[:3])
+
+
 def is_negating(text: str) -> bool:
     """A reply that rejects or stops what came before it."""
     flat = " ".join(text.split())
@@ -133,6 +147,7 @@ def classify_user(text: str) -> str:
         return "direction"
     parts = sentences(text) or [flat]
     imperative = any(_IMPERATIVE.match(c) and not _RULE_START.match(c) for p in parts for c in _clauses(p))
+    imperative = imperative or bool(_TASK_STATEMENT.search(flat))
     if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
         return "question"
     if not imperative and any(_rule_like(p) for p in parts):
@@ -261,8 +276,10 @@ def substance(text: str) -> str:
 
 def recap_items(text: str, limit: int = 6) -> list[str]:
     """An end-of-turn message's points, in order: its headline, list items and statements
-    (narration, questions, lead-ins, tables and politeness dropped)."""
+    (narration, questions, lead-ins, tables and politeness dropped). A message that ends by asking
+    the user lists options, not results: its list items are left out."""
     items: list[str] = []
+    asks = bool(sentences(text)) and sentences(text)[-1].endswith("?")
     fenced = False
     for line in text.splitlines():
         s = line.strip()
@@ -273,7 +290,7 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
             continue
         if LIST_MARK.match(s):
             item = LIST_MARK.sub("", s).strip().strip("*")
-            if len(item) >= 12 and not NARRATION.match(item):
+            if len(item) >= 12 and not NARRATION.match(item) and not asks:
                 items.append(clip(item, 300))
             continue
         for sent in sentences(s):

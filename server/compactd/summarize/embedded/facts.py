@@ -107,6 +107,7 @@ class _Pass:
     # -- the user ------------------------------------------------------------------------------
     def user(self, text: str) -> None:
         f = self.f
+        after_proposal = self.prev_role == "assistant" and bool(dl.PROPOSAL.search(self.last_assistant_text))
         blocks = _SUMMARY_BLOCK.findall(text)
         if blocks:
             f.embedded.extend(blocks)
@@ -120,8 +121,9 @@ class _Pass:
         cleaned, errors = dl.clean_user_text(text)
         f.user_errors.extend(errors)
         kind = dl.classify_user(cleaned)
+        if after_proposal_reply(self, cleaned) and kind in ("direction", "task", "rule", "question"):
+            kind = "correction"  # a refusal of what was just proposed, however politely put
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
-        after_proposal = self.prev_role == "assistant" and bool(dl.PROPOSAL.search(self.last_assistant_text))
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
@@ -294,6 +296,11 @@ class _Pass:
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)
         return f
+
+
+def after_proposal_reply(p: _Pass, reply: str) -> bool:
+    """The reply comes right after an assistant proposal and declines it."""
+    return p.prev_role == "assistant" and bool(dl.PROPOSAL.search(p.last_assistant_text)) and dl.refuses(reply)
 
 
 def _replacements(args: dict[str, Any]) -> list[tuple[str, str]]:

@@ -196,8 +196,9 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.final_text:
         steps += offered_steps(f.final_text)
     steps += [f"Fix: {clip(x.line, _MAX_ERROR)} (from {x.call.short()})" for x in f.errors[-2:]]
-    for fam, (seq, ok) in f.checks.items():
-        # passed, but code changed since and nothing committed it: check again
+    last_check = max(f.checks.items(), key=lambda kv: kv[1][0], default=None)
+    if last_check:  # the last check passed, but code changed since and nothing committed it: run it again
+        fam, (seq, ok) = last_check
         if ok and seq < f.last_code_edit_seq and f.last_commit_seq < f.last_code_edit_seq:
             steps.append(f"Run `{fam}` again")
     if f.uncommitted:
@@ -248,7 +249,6 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
         else:
             critical.append(item)
     critical += ["Error reported by the user: " + e for e in f.user_errors[-4:]]
-    critical += [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors]
     critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
                  for x in f.deferred]
     critical += ["Finding: " + s for s in f.findings[-6:]]
@@ -258,13 +258,17 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     for src, dst in f.renamed:
         modified = [dst if m == src else m for m in modified]
     modified = [m for m in modified if m not in deleted]
-    if modified:
-        critical.append(_FILES_CHANGED + ", ".join(modified))
-    if renamed:
-        critical.append(_FILES_RENAMED + ", ".join(renamed[-20:]))
-    if deleted:
-        critical.append(_FILES_DELETED + ", ".join(deleted[-20:]))
     out.add(CRITICAL, capped(CRITICAL, critical))
+    out.add(CRITICAL, [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors], priority=1)
+    # Repeats of what Done says (and of the file lists code appends): the first to go when tight.
+    files = []
+    if modified:
+        files.append(_FILES_CHANGED + ", ".join(modified))
+    if renamed:
+        files.append(_FILES_RENAMED + ", ".join(renamed[-20:]))
+    if deleted:
+        files.append(_FILES_DELETED + ", ".join(deleted[-20:]))
+    out.add(CRITICAL, files, priority=1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)
