@@ -226,3 +226,18 @@ def test_options_put_to_the_user_are_not_done() -> None:
     ]
     done = section(summarize(msgs), "### Done")
     assert "exit 2 for usage errors" not in done and "keep exit 1" not in done
+
+
+def test_absolute_paths_are_shown_relative_to_the_project_root_named_once() -> None:
+    msgs = [
+        user("Rename the parser helpers in the app package"),
+        assistant(call("a", "edit", path="/home/ana/code/app/src/parse.py", oldText="def old():", newText="def new():"),
+                  call("b", "write", path="/home/ana/code/app/tests/test_parse.py", content="def test_new():\n    ...\n")),
+        result("a", "edit", "ok"),
+        result("b", "write", "ok"),
+    ]
+    out = summarize(msgs)
+    assert "- [x] Edited src/parse.py: renamed old() → new()" in section(out, "### Done")
+    critical = section(out, "## Critical Context")
+    assert "- Project root: /home/ana/code/app (paths in this summary are relative to it)" in critical
+    assert "Files changed: src/parse.py, tests/test_parse.py" in critical

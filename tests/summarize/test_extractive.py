@@ -370,11 +370,15 @@ def test_real_pi_session_fixture() -> None:
         out = extract_summary(make_request(messages=messages, max_tokens=budget))
         assert headings(out) == list(HISTORY_HEADINGS)
         assert tokens(out) <= budget
+        root = re.search(r"^- Project root: (\S+) ", out, re.M)
         for ln in section(out, "### Done").splitlines():
             m = re.match(r"- \[x\] (?:Edited|Wrote) (\S+?)(?::| \(×\d+\))?(?:\s|$)", ln)
-            if m:
-                assert m.group(1) in edited  # paths are copied verbatim from the tool calls
-    assert re.search(r"- \[x\] (Edited|Wrote) /", extract_summary(make_request(messages=messages)))
+            if m:  # paths are copied verbatim from the tool calls (shown relative to the stated root)
+                assert m.group(1) in edited or (root and f"{root.group(1)}/{m.group(1)}" in edited)
+    full = extract_summary(make_request(messages=messages))
+    root = re.search(r"^- Project root: (/\S+) ", full, re.M)
+    assert root and any(p.startswith(root.group(1) + "/") for p in edited)
+    assert re.search(r"- \[x\] (Edited|Wrote) \S", full)
     assert extract_summary(make_request(messages=messages)) == extract_summary(
         make_request(messages=messages)
     )

@@ -9,6 +9,7 @@ or docstring, and the names it exports.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .text import clip
@@ -47,8 +48,8 @@ class Change:
     about: str = ""  # for a write: its heading or docstring
     exports: list[str] = field(default_factory=list)
 
-    def line(self) -> str:
-        head = f"{self.verb} {self.path}" + (f" (×{self.count})" if self.count > 1 else "")
+    def line(self, show: Callable[[str], str] = str) -> str:
+        head = f"{self.verb} {show(self.path)}" + (f" (×{self.count})" if self.count > 1 else "")
         parts = []
         if self.about:
             parts.append(f"“{self.about}”")

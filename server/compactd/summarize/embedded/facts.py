@@ -14,7 +14,7 @@ from .commands import READ_ONLY_TOOLS, Call, command_family, describe, error_lin
 from .edits import Change, describe_edit, describe_write
 from .outcomes import printed_values, test_outcome
 from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
-from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, sentences, text_of
+from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
 
 _BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
@@ -59,6 +59,10 @@ class Facts:
     embedded: list[str] = field(default_factory=list)
 
     last_commit_seq: int = -1
+    root: str = ""  # the project directory absolute paths share ('' when none)
+
+    def show(self, path: str) -> str:
+        return shortener(self.root)(path)
 
     @property
     def errors(self) -> list[Failure]:
@@ -285,7 +289,9 @@ class _Pass:
 
     def finish(self) -> Facts:
         f = self.f
-        f.done = [(s, k, f.changes[t].line() if k == "edit" else t) for s, k, t in f.done]
+        f.root = project_root([*f.modified, *f.read])
+        show = shortener(f.root)
+        f.done = [(s, k, f.changes[t].line(show) if k == "edit" else t) for s, k, t in f.done]
         unreject_carried_out(f.decisions, f.done)
         if not self.tools.committed_once:
             f.uncommitted = []

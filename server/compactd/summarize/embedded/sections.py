@@ -150,7 +150,7 @@ def _in_progress(f: Facts) -> list[str]:
     if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
         items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
     if f.uncommitted:
-        items.append("Uncommitted changes: " + ", ".join(f.uncommitted[-8:]))
+        items.append("Uncommitted changes: " + ", ".join(f.show(p) for p in f.uncommitted[-8:]))
     return items + f.pending
 
 
@@ -202,7 +202,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
         if ok and seq < f.last_code_edit_seq and f.last_commit_seq < f.last_code_edit_seq:
             steps.append(f"Run `{fam}` again")
     if f.uncommitted:
-        steps.append("Commit the changes to " + ", ".join(f.uncommitted[-5:]))
+        steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     if not steps and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
@@ -248,15 +248,17 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
                 break
         else:
             critical.append(item)
+    if f.root:
+        critical.append(f"Project root: {f.root} (paths in this summary are relative to it)")
     critical += ["Error reported by the user: " + e for e in f.user_errors[-4:]]
     critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
                  for x in f.deferred]
     critical += ["Finding: " + s for s in f.findings[-6:]]
     renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in f.renamed)])
     deleted = dedupe([*deleted, *f.deleted])
-    modified = dedupe([*modified, *f.modified])
+    modified = dedupe([*modified, *(f.show(p) for p in f.modified)])
     for src, dst in f.renamed:
-        modified = [dst if m == src else m for m in modified]
+        modified = [f.show(dst) if m == f.show(src) else m for m in modified]
     modified = [m for m in modified if m not in deleted]
     out.add(CRITICAL, capped(CRITICAL, critical))
     out.add(CRITICAL, [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors], priority=1)

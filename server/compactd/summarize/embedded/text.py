@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import posixpath
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 MAX_ITEM = 400
@@ -83,3 +84,21 @@ def anchors(text: str) -> set[str]:
     """Paths and backticked code in a line: what identifies a work item across messages."""
     found = set(PATH.findall(text)) | set(CODE.findall(text)) | {f[:-2] for f in FUNC.findall(text)}
     return {t for t in found if len(t) > 2}
+
+
+def project_root(paths: Iterable[str]) -> str:
+    """The directory the absolute paths of a session share, when it is deep enough to be a project
+    (three levels or more); '' otherwise."""
+    absolute = sorted({p for p in paths if p.startswith("/")})
+    if len(absolute) < 2:
+        return ""
+    root = posixpath.commonpath(absolute)
+    return root if root.count("/") >= 3 else ""
+
+
+def shortener(root: str) -> Callable[[str], str]:
+    """Shows a path relative to the project root (named once in Critical Context)."""
+    if not root:
+        return lambda p: p
+    prefix = root.rstrip("/") + "/"
+    return lambda p: p[len(prefix):] if p.startswith(prefix) else p
