@@ -24,8 +24,8 @@ _NEGATING_OPENER = re.compile(
     r"please don'?t\b|instead\b|rather\b)",
     re.IGNORECASE,
 )
-# Anywhere in a short reply: the user says the result is not what they wanted.
-_NEGATING_ANYWHERE = re.compile(r"\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b|\bthat'?s not (?:it|right)\b",
+# Anywhere in a short reply: the user says the result is not what they wanted, or asks for a redo.
+_NEGATING_ANYWHERE = re.compile(r"\btry again\b|\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b|\bthat'?s not (?:it|right)\b",
                                 re.IGNORECASE)
 # Steering without rejecting: a counter-suggestion phrased as a question or preference.
 _DIRECTION = re.compile(
@@ -241,14 +241,24 @@ FIXED_CLAIM = re.compile(r"\b(?:fixed|resolved|now passes|now pass|passes now|wo
 _NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|resolved|pass)", re.IGNORECASE)
 
 
+# Notes about the agent's own tool use ("the sed didn't match"): process, not findings about the work.
+_PROCESS = re.compile(r"\b(?:sed|the command|my edit|the edit|the replacement|oldText|the regex|the grep)\b", re.I)
+
+
+def prose_sentences(text: str) -> list[str]:
+    """Sentences with list markers removed; mostly-code lines were already skipped by `sentences`."""
+    return [LIST_MARK.sub("", s).strip() for s in sentences(text)]
+
+
 def decision_sentences(text: str) -> list[str]:
-    return [s for s in sentences(text)
+    return [s for s in prose_sentences(text)
             if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith(":") and len(s) >= 25]
 
 
 def finding_sentences(text: str) -> list[str]:
-    return [s for s in sentences(text)
-            if _FINDING.search(s) and not NARRATION.match(s) and not s.endswith("?") and 25 <= len(s) <= 400]
+    return [s for s in prose_sentences(text)
+            if _FINDING.search(s) and not NARRATION.match(s) and not s.endswith(("?", ":")) and 25 <= len(s) <= 400
+            and not _PROCESS.search(s)]
 
 
 def claims_fixed(sentence: str) -> bool:
@@ -258,7 +268,10 @@ def claims_fixed(sentence: str) -> bool:
 def substance(text: str) -> str:
     """The content of a reply: filler, narration and lead-ins dropped, list items joined."""
     parts = []
+    prose = set(sentences(text))
     for line in text.splitlines():
+        if line.strip() and not any(p in line for p in prose):
+            continue  # code, not words
         line = LIST_MARK.sub("", line.strip()).strip()
         if not line or line.startswith("```") or line.startswith("#"):
             continue
@@ -269,6 +282,7 @@ def substance(text: str) -> str:
             line = shorter
         if line.endswith(":") and len(line.split()) <= 6:
             continue  # a lead-in to the list that follows
+        line = re.sub(r"^(?:wait|hmm+|oh|ah|okay|ok)\b[,.!]?\s*", "", line, flags=re.I)
         if line and not NARRATION.match(line):
             parts.append(line.rstrip(":"))
     return clip("; ".join(parts), MAX_ITEM)
@@ -290,7 +304,7 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
             continue
         if LIST_MARK.match(s):
             item = LIST_MARK.sub("", s).strip().strip("*")
-            if len(item) >= 12 and not NARRATION.match(item) and not asks:
+            if len(item) >= 12 and not NARRATION.match(item) and not asks and _wordy(item):
                 items.append(clip(item, 300))
             continue
         for sent in sentences(s):
@@ -298,6 +312,11 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
             if len(sent) >= 25 and not NARRATION.match(sent) and not sent.endswith(("?", ":")):
                 items.append(clip(sent, 300))
     return items[:limit]
+
+
+def _wordy(item: str) -> bool:
+    """A point with words in it, not a value or a code mapping (three words outside code spans)."""
+    return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"`[^`]*`", "", item))) >= 3
 
 
 def plan_items(text: str) -> list[str]:

@@ -23,6 +23,7 @@ from ..base import SummaryKind
 from .commands import TYPED_ERROR_RE
 from .dialog import CONSTRAINT_RE, stem
 from .facts import Facts
+from .resolve import Failure
 from .render import Lines
 from .sectionkeys import (
     BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, REQUEST, SUFFIX,
@@ -88,12 +89,20 @@ def _open_work(f: Facts) -> bool:
 def _fixed_lines(f: Facts) -> list[str]:
     return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{clip(x.call.command, 100)}`)"
             + (f" — {x.diagnosis}" if x.diagnosis else "")
-            for x in f.fixed if x.call.command and TYPED_ERROR_RE.search(x.line)][-6:]
+            for x in _first_per_line(f.fixed) if x.call.command and TYPED_ERROR_RE.search(x.line)][-6:]
+
+
+def _first_per_line(failures: list[Failure]) -> list[Failure]:
+    """One failure per error text: the same error from several runs is one item."""
+    seen: dict[str, Failure] = {}
+    for x in failures:
+        seen.setdefault(x.line, x)
+    return list(seen.values())
 
 
 def _error_lines(f: Facts) -> list[str]:
     return [f"{x.call.short()} failed: {clip(x.line, _MAX_ERROR)}" + (f" [{x.tally}]" if x.tally else "")
-            for x in f.errors]
+            for x in _first_per_line(f.errors)]
 
 
 def _goals(f: Facts, prev: Previous) -> list[str]:
