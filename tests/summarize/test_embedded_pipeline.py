@@ -241,3 +241,32 @@ def test_absolute_paths_are_shown_relative_to_the_project_root_named_once() -> N
     critical = section(out, "## Critical Context")
     assert "- Project root: /home/ana/code/app (paths in this summary are relative to it)" in critical
     assert "Files changed: src/parse.py, tests/test_parse.py" in critical
+
+
+def test_the_opening_message_is_the_goal_even_when_it_mostly_states_rules() -> None:
+    msgs = [
+        user("ok so we're moving the importer off requests onto httpx. the public functions can NOT change, "
+             "two other services import them."),
+        assistant(text("Understood.")),
+    ]
+    out = summarize(msgs)
+    assert section(out, "## Goal").startswith("ok so we're moving the importer off requests onto httpx.")
+    assert "- the public functions can NOT change, two other services import them." in (
+        section(out, "## Constraints & Preferences"))
+
+
+def test_a_dotted_exception_name_counts_as_a_typed_error_when_fixed() -> None:
+    msgs = [
+        user("Load the trips file with the new reader in src/load.py"),
+        assistant(call("a", "bash", command="python -m pytest -q tests/test_load.py")),
+        result("a", "bash", "E   polars.exceptions.ComputeError: could not parse `NA` as i64\n1 failed\n"
+               "Command exited with code 1", is_error=True),
+        assistant(text("The reader cannot parse `NA` because it does not know it marks a missing value. "
+                       "I'll pass null_values=['NA'].")),
+        assistant(call("b", "bash", command="python -m pytest -q tests/test_load.py")),
+        result("b", "bash", "4 passed"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert ("Fixed: polars.exceptions.ComputeError: could not parse `NA` as i64 (from `python -m pytest -q "
+            "tests/test_load.py`) — The reader cannot parse `NA` because it does not know it marks a missing value. "
+            "I'll pass null_values=['NA'].") in done

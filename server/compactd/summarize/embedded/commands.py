@@ -45,6 +45,11 @@ def error_line(text: str) -> str:
     return first_line(text) or "(no output)"
 
 
+def is_typed_error(line: str) -> bool:
+    """An error line that names its kind (an exception type, `error:`, a compiler diagnostic)."""
+    return bool(_TYPED_ERROR.search(line) or _NAMED_ERROR.search(line))
+
+
 def _with_detail(line: str, lines: list[str]) -> str:
     """An error line that ends in a colon announces its details: the next line is joined to it."""
     line = re.sub(r"^E\s+", "", line)

@@ -127,6 +127,8 @@ class _Pass:
         kind = dl.classify_user(cleaned)
         if after_proposal_reply(self, cleaned) and kind in ("direction", "task", "rule", "question"):
             kind = "correction"  # a refusal of what was just proposed, however politely put
+        if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
+            kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
@@ -236,8 +238,9 @@ class _Pass:
                 continue
             named = {w.lower().strip("`'\"():,.") for w in x.line.split() if len(w) >= 5}
             about = [s for s in said if dl.finding_sentences(s) or named & {w.lower().strip("`'\"():,.") for w in s.split()}]
-            if about:
-                x.diagnosis = clip(about[0], 240)
+            if about:  # the sentence that names it, and the one after it (often what to do about it)
+                i = said.index(about[0])
+                x.diagnosis = clip(" ".join(said[i:i + 2]), 300)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)

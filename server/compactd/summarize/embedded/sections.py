@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ..base import SummaryKind
-from .commands import TYPED_ERROR_RE
+from .commands import is_typed_error
 from .dialog import CONSTRAINT_RE, stem
 from .facts import Facts
 from .resolve import Failure
@@ -89,7 +89,7 @@ def _open_work(f: Facts) -> bool:
 def _fixed_lines(f: Facts) -> list[str]:
     return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{clip(x.call.command, 100)}`)"
             + (f" — {x.diagnosis}" if x.diagnosis else "")
-            for x in _first_per_line(f.fixed) if x.call.command and TYPED_ERROR_RE.search(x.line)][-6:]
+            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)][-6:]
 
 
 def _first_per_line(failures: list[Failure]) -> list[Failure]:
