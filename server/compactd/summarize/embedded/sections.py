@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ..base import SummaryKind
-from .commands import is_typed_error
+from .commands import command_family, is_typed_error
 from .dialog import CONSTRAINT_RE, stem
 from .facts import Facts
 from .resolve import Failure
@@ -87,9 +87,15 @@ def _open_work(f: Facts) -> bool:
 
 
 def _fixed_lines(f: Facts) -> list[str]:
-    return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{clip(x.call.command, 100)}`)"
+    return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{_short_command(x.call.command)}`)"
             + (f" — {x.diagnosis}" if x.diagnosis else "")
             for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)][-6:]
+
+
+def _short_command(command: str) -> str:
+    """A long command named by the check it runs (`pytest`, `cargo test`), else clipped."""
+    family = command_family(command)
+    return family if family and len(command) > 60 else clip(command, 100)
 
 
 def _first_per_line(failures: list[Failure]) -> list[Failure]:
