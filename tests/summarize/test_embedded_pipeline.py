@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from compactd.summarize.embedded.edits import Change, describe_edit, describe_write
 from compactd.summarize.embedded.facts import collect
-from compactd.summarize.embedded.outcomes import test_outcome as tally_of
+from compactd.summarize.embedded.outcomes import run_tally as tally_of
 from compactd.summarize.extractive import extract_summary
 from tests.support.summarizers import make_request
 
@@ -49,7 +49,8 @@ def test_doc_edits_report_headings_and_what_the_new_text_says() -> None:
 
 def test_a_write_is_described_by_its_docstring_and_definitions() -> None:
     change = Change("tools/report.py", "Wrote")
-    describe_write(change, '"""Weekly usage report for the billing team."""\n\ndef build(rows):\n    ...\n\nclass Row:\n    ...\n')
+    describe_write(change, '"""Weekly usage report for the billing team."""\n\n'
+                           'def build(rows):\n    ...\n\nclass Row:\n    ...\n')
     assert change.line() == "Wrote tools/report.py: “Weekly usage report for the billing team.”; defines build(), Row"
 
 

@@ -25,7 +25,8 @@ _NEGATING_OPENER = re.compile(
     re.IGNORECASE,
 )
 # Anywhere in a short reply: the user says the result is not what they wanted, or asks for a redo.
-_NEGATING_ANYWHERE = re.compile(r"\btry again\b|\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b|\bthat'?s not (?:it|right)\b",
+_NEGATING_ANYWHERE = re.compile(r"\btry again\b|\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b"
+                                r"|\bthat'?s not (?:it|right)\b",
                                 re.IGNORECASE)
 # Steering without rejecting: a counter-suggestion phrased as a question or preference.
 _DIRECTION = re.compile(

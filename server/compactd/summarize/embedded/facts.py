@@ -10,9 +10,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import dialog as dl
-from .commands import READ_ONLY_TOOLS, Call, command_family, describe, error_line, interrupted, looks_failed
+from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
-from .outcomes import printed_values, test_outcome
 from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
@@ -323,4 +322,4 @@ def _replacements(args: dict[str, Any]) -> list[tuple[str, str]]:
     return [(str(old or ""), str(new or ""))]
 
 
-__all__ = ["Facts", "collect", "printed_values", "test_outcome", "command_family"]
+__all__ = ["Facts", "collect"]

@@ -13,14 +13,15 @@ _UNITTEST = re.compile(r"^Ran (\d+) tests? in", re.MULTILINE)
 # Names of failing tests: pytest "FAILED path::name", go "--- FAIL: Name", cargo "test name ... FAILED",
 # jest "✕ name" / "● Suite › name".
 _FAILING = re.compile(
-    r"^(?:FAILED\s+(\S+::\S+)(?:\s+-\s.*)?|--- FAIL: (\S+)|test (\S+) \.\.\. FAILED|\s*[✕×] (.+?)(?: \(\d+ ?ms\))?|● (.+))(?:\s+\([\d.]+\s?m?s\))?\s*$",
+    r"^(?:FAILED\s+(\S+::\S+)(?:\s+-\s.*)?|--- FAIL: (\S+)|test (\S+) \.\.\. FAILED|\s*[✕×] (.+?)(?: \(\d+ ?ms\))?|● (.+))"
+    r"(?:\s+\([\d.]+\s?m?s\))?\s*$",
     re.MULTILINE,
 )
 # Go package results: "ok  \tpkg\t0.01s" and "FAIL\tpkg".
 _GO_PKG = re.compile(r"^(ok|FAIL)\s+(\S+)\s+[\d.]+s", re.MULTILINE)
 
 
-def test_outcome(output: str) -> str:
+def run_tally(output: str) -> str:
     """'12 passed, 1 failed (failing: test_x)' for a test run's output, '' when it shows no tally."""
     counts: dict[str, int] = {}
     for n, what in _COUNT.findall(output[-3000:]):

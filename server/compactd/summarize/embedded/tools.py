@@ -7,7 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, file_moves, same_file, segments
-from .outcomes import printed_values, test_outcome
+from .outcomes import printed_values, run_tally
 from .resolve import Failure
 from .text import clip
 
@@ -38,7 +38,7 @@ class ToolEffects:
         if message and re.search(r"^\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,}\] ", output, re.MULTILINE):
             self.committed(call.seq, message)  # `git commit ... && git push`: the commit happened, the push failed
         family = command_family(call.command) if call.command else None
-        tally = test_outcome(output) if family else ""
+        tally = run_tally(output) if family else ""
         if family:
             f.checks[family] = (call.seq, False)
             f.tallies[family] = tally
@@ -54,7 +54,7 @@ class ToolEffects:
         family = command_family(call.command) if call.command else None
         if family:
             f.checks[family] = (call.seq, True)
-            f.tallies[family] = test_outcome(output)
+            f.tallies[family] = run_tally(output)
             return
         if call.name == "read" and call.path and call.path not in f.read:
             f.read.append(call.path)
