@@ -271,3 +271,37 @@ def test_a_dotted_exception_name_counts_as_a_typed_error_when_fixed() -> None:
     assert ("Fixed: polars.exceptions.ComputeError: could not parse `NA` as i64 (from `python -m pytest -q "
             "tests/test_load.py`) — The reader cannot parse `NA` because it does not know it marks a missing value. "
             "I'll pass null_values=['NA'].") in done
+
+
+def test_switching_program_after_a_failure_is_a_decision() -> None:
+    msgs = [
+        user("Run the data export script and keep its output in out/"),
+        assistant(call("a", "bash", command="python scripts/export.py --out out/")),
+        result("a", "bash", "bash: python: command not found\nCommand exited with code 127", is_error=True),
+        assistant(call("b", "bash", command="python3 scripts/export.py --out out/")),
+        result("b", "bash", "wrote 12 rows"),
+    ]
+    out = summarize(msgs)
+    assert section(out, "### Blocked") == "(none)"
+    assert "- **Use `python3` instead of `python`**: `python` failed (bash: python: command not found)" in (
+        section(out, "## Key Decisions"))
+
+
+def test_a_listing_the_user_asked_for_is_kept() -> None:
+    msgs = [
+        user("show me the migrations folder"),
+        assistant(call("a", "bash", command="ls migrations")),
+        result("a", "bash", "001_init.sql\n002_users.sql\n003_orders.sql"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "- [x] Showed the user `ls migrations` → 001_init.sql, 002_users.sql, 003_orders.sql" in done
+
+
+def test_deletions_inside_a_scratch_directory_are_not_changes() -> None:
+    msgs = [
+        user("Try the installer in a scratch directory and clean up afterwards"),
+        assistant(call("a", "bash", command="cd /tmp && rm -rf skills")),
+        result("a", "bash", ""),
+    ]
+    out = summarize(msgs)
+    assert "skills" not in section(out, "### Done") + section(out, "## Critical Context")

@@ -153,12 +153,12 @@ def classify_user(text: str) -> str:
         return "question"
     if not imperative and any(_rule_like(p) for p in parts):
         return "rule"
+    if _LOOK.match(flat) and words <= 25 and not imperative:
+        return "look"
     if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
         return "ack"  # a short reply to the assistant ("yes, fully clean")
     if _CONTINUE.match(flat):
         return "ack"  # more of the same task, not a new one
-    if _LOOK.match(flat) and words <= 25 and not imperative:
-        return "look"
     if _ACTION.search(flat) or words >= 8:
         return "task"
     return "question" if "?" in flat else "ack"

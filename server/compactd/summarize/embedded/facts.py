@@ -152,7 +152,9 @@ class _Pass:
         elif kind == "direction":
             self.rules(dl.constraint_sentences(cleaned))
             f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
-        # questions and requests to look at something: asked in passing, neither work nor rules
+        # questions and requests to look at something: asked in passing, neither work nor rules; what the
+        # next read-only command shows answers them
+        self.tools.asked = kind == "look"
 
     def rules(self, found: list[str]) -> None:
         self.f.constraints.extend(found)
@@ -261,7 +263,9 @@ class _Pass:
         if msg.get("isError") or (command_like and looks_failed(text)):
             self.tools.failure(call, error_line(text), text)
             return
-        resolve_by_success(self.f.failures, call)
+        switched = resolve_by_success(self.f.failures, call)
+        if switched:
+            self.f.decisions.append(Decision(switched, self.seq, "switch"))
         if call.name in _EDIT_TOOLS and call.path:
             self.edited(call)
             return

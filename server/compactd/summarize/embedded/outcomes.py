@@ -65,5 +65,5 @@ def listing(output: str, max_items: int = 20) -> str:
     lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
     if not lines:
         return ""
-    shown = ", ".join(clip(ln, 80) for ln in lines[:max_items])
+    shown = ", ".join(clip(ln, 60) for ln in lines[:max_items])
     return shown + (f" (+{len(lines) - max_items} more)" if len(lines) > max_items else "")

@@ -29,16 +29,23 @@ class Failure:
 class Decision:
     text: str
     seq: int
-    kind: str = "assistant"  # assistant | rejected | user | adopted | plan
+    kind: str = "assistant"  # assistant | rejected | user | adopted | switch
     reason: str = ""  # for a rejection: the user's reason
 
 
-def resolve_by_success(failures: list[Failure], call: Call) -> None:
+def resolve_by_success(failures: list[Failure], call: Call) -> str:
     """A success of the same call, the same check, or (for a plain command) the same program
-    resolves the earlier failure; a later good edit of the same file resolves a failed edit."""
+    resolves the earlier failure; a later good edit of the same file resolves a failed edit.
+    Returns a decision when the success ran the failed command with another program."""
     family = command_family(call.command) if call.command else None
+    switched = ""
     for f in failures:
         if f.resolved:
+            continue
+        swap = _swapped_program(f.call.command, call.command) if f.call.command and call.command else None
+        if swap:  # the same command with another program (python -> python3): a switch made after a failure
+            f.resolved = True
+            switched = f"**Use `{swap[1]}` instead of `{swap[0]}`**: `{swap[0]}` failed ({f.line})"
             continue
         f_family = command_family(f.call.command) if f.call.command else None
         same_program = bool(f.call.command and call.command) and program(f.call.command) == program(call.command)
@@ -46,6 +53,15 @@ def resolve_by_success(failures: list[Failure], call: Call) -> None:
             f.resolved = True
         elif f.call.name in ("edit", "write") and call.name in ("edit", "write") and f.call.path == call.path:
             f.resolved = True
+    return switched
+
+
+def _swapped_program(failed: str, ok: str) -> tuple[str, str] | None:
+    """(old, new) when two commands differ only in the program they start with."""
+    a, b = failed.strip().split(maxsplit=1), ok.strip().split(maxsplit=1)
+    if len(a) == 2 and len(b) == 2 and a[1] == b[1] and a[0] != b[0]:
+        return a[0], b[0]
+    return None
 
 
 def resolve_by_claim(failures: list[Failure], sentence: str) -> None:

@@ -181,6 +181,8 @@ def _decisions(f: Facts, prev: Previous) -> list[str]:
             items.append(("rejected", f"**Rejected by the user**: {text}" + (f" — {d.reason}" if d.reason else "")))
         elif d.kind == "user":
             items.append(("user", f"**User**: {text}"))
+        elif d.kind == "switch":
+            items.append(("switch", text))
         elif d.kind == "adopted":
             items.append(("adopted", f"**Adopted instead**: {text}"))
         else:

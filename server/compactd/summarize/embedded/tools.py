@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, file_moves, same_file, segments
-from .outcomes import printed_values, run_tally
+from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, same_file, segments
+from .outcomes import listing, printed_values, run_tally
 from .resolve import Failure
 from .text import clip
 
@@ -31,6 +31,7 @@ class ToolEffects:
     def __init__(self, facts: Facts) -> None:
         self.f = facts
         self.committed_once = False
+        self.asked = False  # the user's last message asked to see something
 
     def failure(self, call: Call, line: str, output: str = "") -> None:
         f = self.f
@@ -58,6 +59,12 @@ class ToolEffects:
             return
         if call.name == "read" and call.path and call.path not in f.read:
             f.read.append(call.path)
+        if self.asked and call.read_only() and call.name not in ("read",):
+            shown = listing(output, 8)
+            if shown:  # the user asked to see something: what came back is the answer
+                what = f"`{clip(call.command, 100)}`" if call.command else call.short()
+                f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
+                self.asked = False
         if not call.command or call.read_only():
             if not call.command and call.name not in READ_ONLY_TOOLS:
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
@@ -75,8 +82,9 @@ class ToolEffects:
             self.committed(call.seq, message, output)
             return
         renames, deleted = file_moves(call.command)
-        renames = [(s, d) for s, d in renames if not _SCRATCH.match(s)]
-        deleted = [d for d in deleted if not _SCRATCH.match(d)]
+        in_scratch = bool(_SCRATCH.match((cwd_of(call.command) or "").rstrip("/") + "/"))
+        renames = [(s, d) for s, d in renames if not _SCRATCH.match(s) and not (in_scratch and not s.startswith("/"))]
+        deleted = [d for d in deleted if not _SCRATCH.match(d) and not (in_scratch and not d.startswith("/"))]
         if renames or deleted:
             self.moved(call.seq, renames, deleted)
             return
