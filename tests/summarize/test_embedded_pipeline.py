@@ -215,6 +215,8 @@ def test_commands_that_show_their_exit_status_and_empty_searches_are_not_blocker
         result("a", "bash", "error: the argument '--count' cannot be used with '--follow'\nexit=2", is_error=True),
         assistant(call("b", "bash", command="sed -i 's/a/b/' src/cli.rs && grep -n Config src/cli.rs")),
         result("b", "bash", "Command exited with code 1", is_error=True),
+        assistant(call("c", "bash", command="grep -rn OldName src/")),  # the bash tool's own empty-output marker
+        result("c", "bash", "(no output)\n\nCommand exited with code 1", is_error=True),
     ]
     assert section(summarize(msgs), "### Blocked") == "(none)"
 

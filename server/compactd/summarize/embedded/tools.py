@@ -45,7 +45,7 @@ class ToolEffects:
             f.tallies[family] = tally
         if call.read_only() and not family:
             return  # a search that found nothing is not an error of the work
-        printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip()
+        printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip().removeprefix("(no output)").strip()
         if _PROBE.search(call.command) or not printed and _ends_in_search(call):
             return  # a command run to see its exit status, or a search at the end of a chain that found nothing
         f.failures.append(Failure(call, line, call.seq, tally=tally))
