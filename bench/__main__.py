@@ -1,4 +1,4 @@
-"""`python -m bench [--smoke] [--only NAME ...] [--peer pi] [--json OUT] [--repeat N] [--list]`."""
+"""`python -m bench [--smoke] [--only NAME ...] [--peer pi] [--split dev|heldout] [--json OUT] [--repeat N] [--list]`."""
 
 from __future__ import annotations
 
@@ -56,6 +56,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--case", action="append", metavar="TEXT", help="run only cases whose label contains TEXT (repeatable)")
     p.add_argument("--peer", choices=("pi",), help="measure the real Pi beside compactd (scenario vs_pi; "
                    "installs the pinned Pi from npm into bench/peer/pi on first use)")
+    p.add_argument("--split", choices=("dev", "heldout"), help="summary_quality: only the development or the "
+                   "held-out regions (bench/quality/split.json)")
     p.add_argument("--child", nargs=2, metavar=("SCENARIO", "CASE"), help=argparse.SUPPRESS)
     p.add_argument("--stamp", help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -75,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         p.error(f"unknown scenario(s): {', '.join(unknown)}; known: {', '.join(SCENARIOS)}")
 
     ctx = Context(smoke=args.smoke, repeats=args.repeat or (3 if args.smoke else 5), data_dir=args.data_dir,
-                  peer=args.peer)
+                  peer=args.peer, split=args.split)
     started = time.perf_counter()
     rows: list[dict[str, Any]] = []
     for name in names:
@@ -90,6 +92,7 @@ def main(argv: list[str] | None = None) -> int:
         print("\n" + compared)
 
     out = {"meta": {**environment(), "smoke": args.smoke, "repeats": ctx.repeats, "peer": args.peer,
+                    "split": args.split,
                     "elapsed_s": round(time.perf_counter() - started, 3)},
            "results": rows}
     if compared:

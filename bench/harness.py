@@ -88,6 +88,7 @@ class Context:
     data_dir: Path = DEFAULT_DATA_DIR
     stamp: str | None = None  # generator version in cached file names; computed on first use
     peer: str | None = None  # "pi": measure the real Pi beside compactd (`--peer pi`)
+    split: str | None = None  # "dev" / "heldout": one side of bench/quality/split.json (`--split`)
 
     def sizes(self) -> tuple[tuple[str, int], ...]:
         return SMOKE_SIZES if self.smoke else SIZES

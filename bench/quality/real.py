@@ -5,10 +5,9 @@ with a real model, exactly the region that compaction covered (with the summary 
 previous summary), so Pi's stored summary is scored on the same probes — the anchor to beat.
 
 The probes were written from reading the transcripts, before measuring any summarizer on them.
-`tuned=True` marks the regions whose embedded summaries were read while improving the embedded
-summarizer (the leaf region of before-compaction is the one the issue reported); the others
-(root-session, both large-session regions) were only ever scored, and say whether the changes
-generalize.
+All of these regions are development regions (bench/quality/split.json): the embedded summarizer's
+rules were written while reading them — root-session and both large-session regions were once
+reported as held out, but issue 25 found rules lifted from their text, so that claim was dropped.
 
 Pattern conventions (see compactd.samples.probes): one line per relation (`[^\\n]{0,N}`), list
 membership under a label via `listed(label, item)`, so that a dump of paths cannot pass.

@@ -30,8 +30,10 @@ class Region:
     end: int
     probes: list[Probe]
     previous_summary: str | None = None
-    stored_summary: str | None = None  # Pi's own LLM summary of this region, when the file has one
-    tuned: bool = False  # the embedded summarizer was tuned looking at this region
+    stored_summary: str | None = None  # a model-written summary of exactly this region (Pi's compaction, …)
+    handover: str | None = None  # a hand-written handover of the region (corpus), the reference
+    tuned: bool = False  # the embedded summarizer was tuned looking at this region (= development)
+    split: str = "dev"  # "dev" or "heldout", from bench/quality/split.json (see split.assign)
     notes: dict[str, Any] = field(default_factory=dict)
 
     def messages(self) -> list[dict[str, Any]]:

@@ -1,9 +1,15 @@
-"""Score summarizers on the probe regions: generated stories and real Pi sessions.
+"""Score summarizers on the probe regions: generated stories, real sessions (Pi's, and external ones
+in tests/fixtures/external) and the authored corpus (tests/fixtures/corpus).
 
 Columns ("contenders"): the embedded extractive summarizer (always), a configured model (when the
-settings of the current folder name one), Pi's stored LLM summaries (regions that have one), and
-two guards that keep the probes honest — a dump of the region's file paths (must score near 0)
-and the raw region text itself (must score near 100%).
+settings of the current folder name one), the stored model-written summaries (regions that have
+one: Pi's compactions, an agent's own /compact), the corpus's hand-written handovers (the
+reference), and two guards that keep the probes honest — a dump of the region's file paths (must
+score near 0) and the raw region text itself (must score near 100%).
+
+Regions are split into development and held-out (split.json). Held-out regions are reported by
+their totals only: their probes, failures and summaries are never printed, so that nobody changing
+the summarizer reads them by accident.
 """
 
 from __future__ import annotations
@@ -21,8 +27,15 @@ from compactd.samples.story import generate_story
 from compactd.summarize.base import Summarizer
 from compactd.summarize.extractive import ExtractiveSummarizer
 
-from .real import real_regions
+from .probefile import load_dir
+from .real import FIXTURES, real_regions
 from .regions import Region, index_of, lines_to_path
+from .split import DEV, HELDOUT, SplitName, assign, only
+
+CORPUS = FIXTURES / "corpus"
+EXTERNAL = FIXTURES / "external"
+STORED = "model-written"  # contender: the stored summary a model wrote of the region
+HANDOVER = "reference: handover"
 
 SEEDS = tuple(range(1, 13))
 SMOKE_SEEDS = (1, 2, 3)
@@ -38,8 +51,12 @@ def generated_regions(seeds: Iterable[int]) -> list[Region]:
     return out
 
 
-def all_regions(*, smoke: bool = False) -> list[Region]:
-    return generated_regions(SMOKE_SEEDS if smoke else SEEDS) + real_regions()
+def all_regions(*, smoke: bool = False, split: SplitName | None = None) -> list[Region]:
+    """Every region, each assigned to its side of the split; only one side when `split` is given."""
+    regions = (generated_regions(SMOKE_SEEDS if smoke else SEEDS) + real_regions()
+               + load_dir(EXTERNAL, source="real", prefix="external")
+               + load_dir(CORPUS, source="corpus", prefix="corpus"))
+    return only(assign(regions), split)
 
 
 _PATHISH = re.compile(r"(?:[\w.@-]+/)+[\w.@-]+|[\w-]+\.(?:py|ts|js|json|md|toml|txt|sh)\b")
@@ -125,14 +142,22 @@ def run_contender(name: str, regions: list[Region], produce: Callable[[Region], 
     return out
 
 
+def stored(region: Region) -> tuple[str, float] | None:
+    return (region.stored_summary, 0.0) if region.stored_summary else None
+
+
+def handover(region: Region) -> tuple[str, float] | None:
+    return (region.handover, 0.0) if region.handover else None
+
+
 def evaluate(regions: list[Region], *, model: Summarizer | None = None) -> Report:
     report = Report()
     embedded = ExtractiveSummarizer()
     report.results += run_contender("embedded", regions, lambda r: _summarize(embedded, r))
     if model is not None:
         report.results += run_contender(f"model ({model.name})", regions, lambda r: _summarize(model, r))
-    report.results += run_contender("pi stored", regions,
-                                    lambda r: (r.stored_summary, 0.0) if r.stored_summary else None)
+    report.results += run_contender(STORED, regions, stored)
+    report.results += run_contender(HANDOVER, regions, handover)
     report.results += run_contender("guard: file paths", regions, lambda r: (path_dump(r), 0.0))
     report.results += run_contender("guard: raw text", regions, lambda r: (raw_text(r), 0.0))
     return report
@@ -151,39 +176,96 @@ def category_scores(score: Score) -> dict[str, str]:
     return out
 
 
-def table(report: Report) -> str:
-    """Per contender and source: scores per category, overall, forbidden matches; then the
-    head-to-head on the regions that have a stored Pi summary."""
-    header = ["contender", "regions", *CATEGORIES, "overall", "probes", "forbidden"]
-    rows = [header]
-    for c in report.contenders():
-        for source in ("generated", "real", None):
-            s = report.score(c, source=source)
-            if not s.total:
-                continue
-            cs = category_scores(s)
-            rows.append([c, source or "all", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
-    anchors = {r.region.name for r in report.results if r.contender == "pi stored"}
-    if anchors:
-        for c in report.contenders():
-            if c.startswith("guard"):
-                continue
-            s = report.score(c, regions=anchors)
-            cs = category_scores(s)
-            rows.append([c, "with Pi summary", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
-    widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
+def per_region(report: Report) -> dict[str, dict[str, object]]:
+    """Each region's score for the results file: split, source, probes answered, forbidden matches
+    and (passed, total) per category. Totals only: no probe ids or texts, held out or not."""
+    out: dict[str, dict[str, object]] = {}
+    for r in report.results:
+        out[r.region.name] = {"split": r.region.split, "source": r.region.source, "passed": r.score.passed,
+                              "total": r.score.total, "forbidden": r.score.forbidden,
+                              "categories": {c: list(v) for c, v in r.score.by_category().items()}}
+    return out
+
+
+def _render(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip() for row in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
+def table(report: Report, regions: set[str] | None = None) -> str:
+    """Per contender and source: scores per category, overall, forbidden matches; then the
+    head-to-head on the regions that have a stored model-written summary. Limited to `regions`
+    when given."""
+    header = ["contender", "regions", *CATEGORIES, "overall", "probes", "forbidden"]
+    rows = [header]
+    names = {r.region.name for r in report.results} if regions is None else regions
+    sources = list(dict.fromkeys(r.region.source for r in report.results if r.region.name in names))
+    for c in report.contenders():
+        for source in (*sources, None) if len(sources) > 1 else (None,):
+            s = report.score(c, source=source, regions=names)
+            if not s.total:
+                continue
+            cs = category_scores(s)
+            rows.append([c, source or "all", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
+    anchors = {r.region.name for r in report.results if r.contender == STORED} & names
+    if anchors:
+        for c in report.contenders():
+            if c.startswith("guard") or c == HANDOVER:
+                continue
+            s = report.score(c, regions=anchors)
+            if s.total:
+                cs = category_scores(s)
+                rows.append([c, f"with {STORED}", *(cs[k] for k in (*CATEGORIES, "overall", "probes", "forbidden"))])
+    return _render(rows)
+
+
+def _cell(score: Score | None) -> str:
+    if score is None:
+        return "–"
+    bad = f", {score.forbidden} forbidden" if score.forbidden else ""
+    return f"{score.passed}/{score.total} {pct(score.passed, score.total)}{bad}"
+
+
+def region_table(report: Report, side: str) -> str:
+    """One row per region of a side of the split: each contender's score (probes answered)."""
+    contenders = report.contenders()
+    by: dict[tuple[str, str], Score] = {(r.region.name, r.contender): r.score for r in report.results}
+    regions = list({r.region.name: r.region for r in report.results if r.region.split == side}.values())
+    rows = [["region", "source", *contenders]]
+    for region in regions:
+        rows.append([region.name, region.source, *(_cell(by.get((region.name, c))) for c in contenders)])
+    names = {r.name for r in regions}
+    rows.append(["total", "", *(_cell(report.score(c, regions=names)) for c in contenders)])
+    return _render(rows)
+
+
+def split_report(report: Report) -> str:
+    """Held-out regions first, then development: per region, then per contender and category."""
+    from .split import load_split
+
+    frozen = load_split().frozen
+    out = []
+    for side, title in ((HELDOUT, f"HELD-OUT regions (split frozen {frozen}; totals only)"),
+                        (DEV, "DEVELOPMENT regions (read while changing the summarizer)")):
+        names = {r.region.name for r in report.results if r.region.split == side}
+        if not names:
+            continue
+        out.append(f"{title}\n{region_table(report, side)}\n\n{table(report, names)}")
+    return "\n\n".join(out)
+
+
 def details(report: Report, contender: str = "embedded") -> str:
+    """Every failed probe of `contender` on development regions; held-out regions by total only."""
     lines = []
     for r in report.results:
         if r.contender != contender:
             continue
-        mark = " (tuned)" if r.region.tuned else ""
-        lines.append(f"{r.region.name}{mark}: {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
+        if r.region.split == HELDOUT:
+            lines.append(f"{r.region.name} (held out): {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
+            continue
+        lines.append(f"{r.region.name} (dev): {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
         for f in r.score.failures():
             why = f"forbidden: {f.forbidden!r}" if f.forbidden else "not answered"
             lines.append(f"  - {f.probe.id} [{f.probe.category}] {f.probe.question} — {why}")

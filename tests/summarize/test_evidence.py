@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from compactd.summarize.evidence import classify_user, command_family, constraint_sentences, file_moves
+from compactd.summarize.embedded.commands import command_family, file_moves
+from compactd.summarize.embedded.dialog import classify_user, constraint_sentences
 
 
 @pytest.mark.parametrize(

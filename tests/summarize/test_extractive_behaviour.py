@@ -55,8 +55,9 @@ def test_a_correction_rejects_the_earlier_plan_and_records_what_was_adopted() ->
     out = summarize(msgs)
     decisions = section(out, "## Key Decisions")
     assert "- **Rejected by the user**: The fix is simple: use `queueMessage` instead of `appendMessage`" in decisions
-    # the user's words, quoted as written
-    assert '- **User**: "wait, why would we queue and then append? we just wait for the agent to be idle."' in decisions
+    # the user's reason, in the user's words, on the rejection itself
+    rejected = next(ln for ln in decisions.splitlines() if ln.startswith("- **Rejected by the user**"))
+    assert rejected.endswith("— why would we queue and then append? we just wait for the agent to be idle.")
     assert "- **Adopted instead**: Keep the message in `_pending` while streaming; Flush `_pending` on `agent_end`" in decisions
     # the rejected plan is never stated as a plain decision
     plain = [ln for ln in decisions.splitlines() if "queueMessage" in ln and "Rejected" not in ln and "User" not in ln]

@@ -1,0 +1,326 @@
+"""Dialog acts: what a user message does (a task, a rule, a correction ...), which sentences are the
+user's rules, and what the assistant's prose states (choices, findings, plans, recaps).
+
+Every pattern here is a general writing habit of people talking to a coding agent; none comes from a
+particular session.
+"""
+
+from __future__ import annotations
+
+import re
+
+from .text import LIST_MARK, MAX_ITEM, clip, sentences
+
+# Acknowledgements: a whole message that only agrees, thanks or says "go on".
+_ACK = re.compile(
+    r"^(?:y|yes|yeah|yep|yo|ok|okay|k|sure|thanks|thank you|thx|go|go ahead|continue|proceed|do it|please do|"
+    r"sounds good|great|nice|cool|perfect|lgtm|next|done|no|nope|wow|alright|good|right|hm+)[.!]*$",
+    re.IGNORECASE,
+)
+# A reply that opens by negating or stopping what the assistant did or proposed.
+_NEGATING_OPENER = re.compile(
+    r"^(?:(?:no|nope|nah)(?:\s*[,.!:;—-]|\s+(?:that|this|it|way|don'?t|not)\b)|wait\b|actually\b|hold on\b|hm+\b|"
+    r"scratch that|stop\b|undo\b|revert\b|not (?:like|what|that)\b|that'?s (?:wrong|not)\b|wrong\b|don'?t\b|"
+    r"please don'?t\b|instead\b|rather\b)",
+    re.IGNORECASE,
+)
+# Anywhere in a short reply: the user says the result is not what they wanted, or asks for a redo.
+_NEGATING_ANYWHERE = re.compile(r"\btry again\b|\bnot what i (?:wanted|asked|meant)\b|\bdon'?t do that\b"
+                                r"|\bthat'?s not (?:it|right)\b",
+                                re.IGNORECASE)
+# Steering without rejecting: a counter-suggestion phrased as a question or preference.
+_DIRECTION = re.compile(
+    r"\b(?:can'?t we|couldn'?t we|shouldn'?t we|why not|why don'?t we|wouldn'?t it be|how about|what about|"
+    r"i'd rather|i would rather|i'd prefer|i think we should)\b",
+    re.IGNORECASE,
+)
+# Verbs that ask for work to be done.
+_ACTION = re.compile(
+    r"\b(?:add|fix|implement|create|write|make|remove|delete|rename|move|update|refactor|review|check|run|"
+    r"commit|push|change|use|port|investigate|build|test|document|clean|split|copy|revert|"
+    r"set|tackle|support|handle|release|merge|deduplicate|reorganize|migrate|install|profile|speed|adjust|"
+    r"modify|replace|extract|convert|analy[sz]e|plan|propose|close|publish|"
+    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
+    re.IGNORECASE,
+)
+# Requests to look at something (open, show, explain): information, not a goal of the work.
+_LOOK = re.compile(r"^(?:\W*(?:ok|okay|so|now|then|please|also|can you|could you)\W+)*(?:open|show|print|"
+                   r"tell|explain|read|look|list|display|cat)\b", re.IGNORECASE)
+_REQUEST_QUESTION = re.compile(
+    r"^(?:\W*(?:ok|okay|alright|so|and|also|btw|hey|then|now)\W+)*(?:can|could|would|will) (?:you|we)\b", re.I)
+# Rule words: obligations, prohibitions, preferences, limits (contractions with or without the
+# apostrophe: chat users often type "dont").
+CONSTRAINT_RE = re.compile(
+    r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
+    r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|"
+    r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
+    r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
+    re.IGNORECASE,
+)
+# Pasted material: JSON lines, stack frames, carets, shell prompts, `key: value` dumps.
+_PASTE_LINE = re.compile(r"^\s*(?:[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
+                         r"\w+: -?\d+,?|[}\]],?|\$ .*|>.*)\s*$")
+# An error line quoted by the user (kept verbatim as evidence).
+_QUOTED_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w*)?(?:Error|Exception)\b\s*:|\berror(?:\[\w+\])?:|\berror TS\d+")
+# Politeness and agreement that open a reply without saying anything.
+_FILLER = re.compile(
+    r"^(?:you're (?:absolutely )?right|right|good (?:catch|point|idea)|got it|understood|yes|ok(?:ay)?|sure|great|done|"
+    r"excellent|perfect|thanks|i see|makes sense|that makes (?:more )?sense)\b[^.!:]*[.!:]?\s*",
+    re.IGNORECASE,
+)
+_IMPERATIVE = re.compile(r"^(?:\W*(?:ok|okay|alright|so|now|then|please|also)\W+)*" + _ACTION.pattern, re.IGNORECASE)
+# A task stated as a wish or a need rather than an imperative: "I'd like to move it to X", "we need to ...".
+_TASK_STATEMENT = re.compile(r"\b(?:i'?d like (?:you )?to|i would like (?:you )?to|i want (?:you )?to|we need to|"
+                             r"i need (?:you )?to|let'?s|could you|can you|would you|please)\s+" + _ACTION.pattern,
+                             re.IGNORECASE)
+_RULE_START = re.compile(
+    r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
+    r"ensure)\b", re.IGNORECASE)
+_CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
+_ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
+# The reason a speaker gives for a choice or a refusal.
+REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|otherwise|which would|it would|that would|"
+                    r"it'd|we need|it needs)\s+", re.IGNORECASE)
+
+
+def clean_user_text(text: str) -> tuple[str, list[str]]:
+    """(text without pasted material, error lines quoted in it)."""
+    errors: list[str] = []
+    lines = text.splitlines()
+    kept: list[str] = []
+    in_fence = False
+    i = 0
+    while i < len(lines):
+        stripped = lines[i].strip()
+        if stripped.startswith("```"):
+            in_fence = not in_fence
+        elif not in_fence and _QUOTED_ERROR.search(stripped):
+            block = [stripped]
+            while i + 1 < len(lines) and lines[i + 1].strip() and not re.match(r"\s*at\s", lines[i + 1]) \
+                    and len(block) < 6 and not lines[i + 1].strip().startswith("```"):
+                i += 1
+                block.append(lines[i].strip())
+            errors.append(clip(" ".join(block), MAX_ITEM))
+        elif not in_fence and not _PASTE_LINE.match(lines[i]):
+            kept.append(lines[i])
+        i += 1
+    return "\n".join(kept).strip(), errors
+
+
+def _clauses(sentence: str) -> list[str]:
+    return [c.strip() for c in re.split(r"[;:]\s+|,\s+(?:and\s+|then\s+)?", sentence) if c.strip()]
+
+
+def _rule_like(sentence: str) -> bool:
+    """A sentence that states a rule: a clause of it starts with one, or its rule word comes early."""
+    if any(_RULE_START.match(c) for c in _clauses(sentence)):
+        return True
+    m = CONSTRAINT_RE.search(sentence)
+    return bool(m) and len(sentence[: m.start()].split()) <= 5
+
+
+# A polite refusal anywhere in the opening sentences of a reply: "I'd rather not ...", "let's not ...".
+_POLITE_NO = re.compile(r"\b(?:i'?d rather not|i would rather not|i'?d prefer not|i'?d prefer we didn'?t|let'?s not|"
+                        r"i don'?t (?:want|think we should)|please don'?t go|not (?:go|going) (?:with|the))\b", re.IGNORECASE)
+
+
+def refuses(text: str) -> bool:
+    """A reply that declines what was proposed, bluntly or politely (in its first three sentences)."""
+    return is_negating(text) or any(_POLITE_NO.search(s) for s in sentences(text)[:3])
+
+
+def is_negating(text: str) -> bool:
+    """A reply that rejects or stops what came before it."""
+    flat = " ".join(text.split())
+    return bool(_NEGATING_OPENER.match(flat) or _NEGATING_ANYWHERE.search(flat[:200]))
+
+
+def classify_user(text: str) -> str:
+    """task | rule | correction | direction | question | look | ack."""
+    flat = " ".join(text.split())
+    words = len(flat.split())
+    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (words <= 3 and not re.search(r"[/`.@]\w", flat)):
+        return "ack"
+    if is_negating(flat) and not (_RULE_START.match(flat) and not re.match(r"^no\W", flat, re.I)):
+        return "correction"
+    if _DIRECTION.search(flat):
+        return "direction"
+    parts = sentences(text) or [flat]
+    imperative = any(_IMPERATIVE.match(c) and not _RULE_START.match(c) for p in parts for c in _clauses(p))
+    imperative = imperative or bool(_TASK_STATEMENT.search(flat))
+    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
+        return "question"
+    if not imperative and any(_rule_like(p) for p in parts):
+        return "rule"
+    if _LOOK.match(flat) and words <= 25 and not imperative:
+        return "look"
+    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
+        return "ack"  # a short reply to the assistant ("yes, fully clean")
+    if _CONTINUE.match(flat):
+        return "ack"  # more of the same task, not a new one
+    if _ACTION.search(flat) or words >= 8:
+        return "task"
+    return "question" if "?" in flat else "ack"
+
+
+def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
+    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule."""
+    out = []
+    for n, s in enumerate(sentences(text)):
+        s = LIST_MARK.sub("", s).strip()
+        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower():
+            continue
+        if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
+            continue
+        if CONSTRAINT_RE.search(s) or any(_RULE_START.match(c) for c in _clauses(s)):
+            out.append(s)
+    return out
+
+
+def forbidden_verbs(constraint: str) -> set[str]:
+    """Stems of the actions a rule forbids ("stop committing", "don't push") — next steps must not
+    propose them."""
+    out = set()
+    for m in re.finditer(r"\b(?:don'?t|do not|never|stop|no more|without)\s+(?:\w+ly\s+)?(\w+)", constraint, re.I):
+        out.add(stem(m.group(1)))
+    return out
+
+
+def stem(word: str) -> str:
+    w = word.lower()
+    for suffix in ("ting", "ing", "ed", "es", "s"):
+        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
+            w = w[: -len(suffix)]
+            break
+    return w[:5]
+
+
+# The user puts a problem aside: "skip it for now", "ignore those", "don't bother with it".
+_DEFER = re.compile(r"^(?:\W*(?:ok|okay|no|nah|hm+)\W+)*(?:leave|skip|ignore|forget|park) (?:that|this|it|them|those|the)\b"
+                    r"|\b(?:don'?t|do not) (?:fix|bother with|worry about)\b|\bnot now\b", re.IGNORECASE)
+
+
+def defers(text: str) -> bool:
+    return bool(_DEFER.search(" ".join(text.split())[:200]))
+
+
+def user_reason(reply: str) -> str:
+    """Why the user said no: the clause after a reason word, else the reply without its opener."""
+    m = REASON.search(reply)
+    if m:
+        return clip(reply[m.start():].lstrip(" ,;—–-"), 450)
+    return clip(re.sub(r"^(?:no|nope|nah|wait|actually|hold on)\W*", "", reply.strip(), flags=re.I), 450)
+
+
+# -- the assistant's prose --------------------------------------------------------------------
+
+# A stated choice: decide/choose/go with/instead of/rather than/switch to.
+_DECISION = re.compile(
+    r"\b(?:decided|decide to|decision|instead of|rather than|chose|choose|chosen|going with|go with|opted|"
+    r"switch(?:ed)? to|will use|I'll use|we'll use|settled on|approach is|plan is|the fix is|"
+    r"I'll implement|the solution is|we should use|better approach)\b",
+    re.IGNORECASE,
+)
+# An offer or plan put to the user for approval.
+PROPOSAL = re.compile(
+    r"\b(?:propos|suggest|plan\b|approach|option|should I|shall I|want me to|I'll|I will|we could|I'd|"
+    r"the fix|here's how)", re.IGNORECASE)
+# What the assistant found out: causes, problems, explanations.
+_FINDING = re.compile(
+    r"\b(?:(?:root )?cause (?:is|was)|the (?:problem|issue|bug|culprit|reason) (?:is|was)|turns out|found (?:that|the)|"
+    r"is caused by|was caused by|comes from|because of|is due to|the leak|is leaking|never (?:gets|get|is) "
+    r"(?:removed|freed|called|closed|reset))\b",
+    re.IGNORECASE,
+)
+# Step-by-step narration of what it is about to do: never substance.
+NARRATION = re.compile(r"^(?:let me|let's|now (?:let|I)|first,? (?:let|I)|I'll now|next,? (?:let|I)|I need to|"
+                       r"I'm going to|checking|looking)\b", re.I)
+# The assistant says a problem is gone.
+FIXED_CLAIM = re.compile(r"\b(?:fixed|resolved|now passes|now pass|passes now|works now|now works|all green|"
+                         r"is gone)\b", re.IGNORECASE)
+_NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|resolved|pass)", re.IGNORECASE)
+
+
+# Notes about the agent's own tool use ("the sed didn't match"): process, not findings about the work.
+_PROCESS = re.compile(r"\b(?:sed|the command|my edit|the edit|the replacement|oldText|the regex|the grep)\b", re.I)
+
+
+def prose_sentences(text: str) -> list[str]:
+    """Sentences with list markers removed; mostly-code lines were already skipped by `sentences`."""
+    return [LIST_MARK.sub("", s).strip() for s in sentences(text)]
+
+
+def decision_sentences(text: str) -> list[str]:
+    return [s for s in prose_sentences(text)
+            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith(":") and len(s) >= 25]
+
+
+def finding_sentences(text: str) -> list[str]:
+    return [s for s in prose_sentences(text)
+            if _FINDING.search(s) and not NARRATION.match(s) and not s.endswith(("?", ":")) and 25 <= len(s) <= 400
+            and not _PROCESS.search(s)]
+
+
+def claims_fixed(sentence: str) -> bool:
+    return bool(FIXED_CLAIM.search(sentence)) and not _NOT_FIXED.search(sentence)
+
+
+def substance(text: str) -> str:
+    """The content of a reply: filler, narration and lead-ins dropped, list items joined."""
+    parts = []
+    prose = set(sentences(text))
+    for line in text.splitlines():
+        if line.strip() and not any(p in line for p in prose):
+            continue  # code, not words
+        line = LIST_MARK.sub("", line.strip()).strip()
+        if not line or line.startswith("```") or line.startswith("#"):
+            continue
+        while True:
+            shorter = _FILLER.sub("", line, count=1)
+            if shorter == line:
+                break
+            line = shorter
+        if line.endswith(":") and len(line.split()) <= 6:
+            continue  # a lead-in to the list that follows
+        line = re.sub(r"^(?:wait|hmm+|oh|ah|okay|ok)\b[,.!]?\s*", "", line, flags=re.I)
+        if line and not NARRATION.match(line):
+            parts.append(line.rstrip(":"))
+    return clip("; ".join(parts), MAX_ITEM)
+
+
+def recap_items(text: str, limit: int = 6) -> list[str]:
+    """An end-of-turn message's points, in order: its headline, list items and statements
+    (narration, questions, lead-ins, tables and politeness dropped). A message that ends by asking
+    the user lists options, not results: its list items are left out."""
+    items: list[str] = []
+    asks = bool(sentences(text)) and sentences(text)[-1].endswith("?")
+    fenced = False
+    for line in text.splitlines():
+        s = line.strip()
+        if s.startswith("```"):
+            fenced = not fenced
+            continue
+        if fenced or not s or s.startswith(("|", "#")):
+            continue
+        if LIST_MARK.match(s):
+            item = LIST_MARK.sub("", s).strip().strip("*")
+            if len(item) >= 12 and not NARRATION.match(item) and not asks and _wordy(item):
+                items.append(clip(item, 300))
+            continue
+        for sent in sentences(s):
+            sent = _FILLER.sub("", sent).strip()
+            if len(sent) >= 25 and not NARRATION.match(sent) and not sent.endswith(("?", ":")):
+                items.append(clip(sent, 300))
+    return items[:limit]
+
+
+def _wordy(item: str) -> bool:
+    """A point with words in it, not a value or a code mapping (three words outside code spans)."""
+    return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"`[^`]*`", "", item))) >= 3
+
+
+def plan_items(text: str) -> list[str]:
+    """The numbered steps of a plan in an assistant message."""
+    return [clip(re.sub(r"^\s*\d+[.)]\s+", "", ln).strip().strip("*"), 200)
+            for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]

@@ -1,0 +1,160 @@
+"""What an edit changed and what a written file is, read from the tool call's own arguments.
+
+An edit (oldText → newText) is described by the names it adds, removes or renames — functions,
+types, doc headings, config keys, command-line flags, environment variables — and one line of what
+the new text says. A write is described by what the file announces about itself: its first heading
+or docstring, and the names it exports.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from .text import clip
+
+# Definitions in the common languages: def/class (Python), function/class/interface/type/enum/const
+# (JS/TS), func/type (Go), fn/struct/enum/trait/impl (Rust), plus `name = (...) =>` arrow functions.
+_DEF = re.compile(
+    r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?"
+    r"(def|class|function\*?|interface|type|enum|struct|trait|fn|func(?:\s*\([^)]*\))?|const|let|var|impl)\s+"
+    r"([A-Za-z_$][\w$]*)",
+    re.MULTILINE,
+)
+_METHOD = re.compile(r"^\s{2,}(?:public |private |protected |static |async )*([a-z_$][\w$]*)\s*\([^)]*\)\s*(?::[^{]+)?\{",
+                     re.MULTILINE)  # an indented method definition in a class body
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*#*$", re.MULTILINE)  # Markdown headings
+_FLAG = re.compile(r"(?<![\w-])--[a-z][\w-]{2,}")  # command-line flags
+_ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b")  # ENVIRONMENT_VARIABLES
+_KEY = re.compile(r"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*\S", re.MULTILINE)  # config keys
+_CONFIG_EXT = (".json", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".env")
+_DOC_EXT = (".md", ".mdx", ".rst", ".txt", ".adoc")
+_COMMENT = re.compile(r"^\s*(?:#|//|/\*+|\*|\"\"\"|''')\s*(.*?)\s*(?:\*/|\"\"\"|''')?\s*$")
+_KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "function", "constructor"}
+
+
+@dataclass
+class Change:
+    """The accumulated change one file went through in this part of the conversation."""
+
+    path: str
+    verb: str  # "Edited" or "Wrote"
+    count: int = 0
+    added: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    says: str = ""  # one line of what the new text says
+    about: str = ""  # for a write: its heading or docstring
+    exports: list[str] = field(default_factory=list)
+
+    def line(self, show: Callable[[str], str] = str) -> str:
+        head = f"{self.verb} {show(self.path)}" + (f" (×{self.count})" if self.count > 1 else "")
+        parts = []
+        if self.about:
+            parts.append(f"“{self.about}”")
+        if self.exports:
+            parts.append("defines " + ", ".join(self.exports[:8]))
+        if self.added:
+            parts.append("added " + ", ".join(self.added[:8]))
+        if self.renamed:
+            parts.append("renamed " + ", ".join(f"{a} → {b}" for a, b in self.renamed[:4]))
+        if self.removed:
+            parts.append("removed " + ", ".join(self.removed[:6]))
+        if self.says and not self.about:
+            parts.append(f"now says “{self.says}”")
+        return head + (": " + "; ".join(parts) if parts else "")
+
+
+def _names(text: str, path: str) -> list[str]:
+    """The names a text defines or documents, in order, each once, shown as they are written."""
+    out: list[str] = []
+    ext = path.lower()
+    if ext.endswith(_DOC_EXT):
+        out += [f"“{h.strip('*` ')}”" for h in _HEADING.findall(text)]
+    else:
+        for m in _DEF.finditer(text):
+            kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
+            if kind in ("cons", "let", "var") and m.group(0)[:1].isspace():
+                continue  # an indented variable is a local, not something the file defines
+            out.append(name + "()" if kind in ("def", "func", "fn") else name)
+        out += [m + "()" for m in _METHOD.findall(text) if m not in _KEYWORDS]
+        if ext.endswith(_CONFIG_EXT):
+            out += [f"`{k}`" for k in _KEY.findall(text)]
+    out += [f"`{f}`" for f in _FLAG.findall(text)]
+    out += [f"`{e}`" for e in _ENV.findall(text)]
+    return list(dict.fromkeys(out))
+
+
+def _new_line(old: str, new: str, path: str) -> str:
+    """One line of what the new text says: the first added prose or comment line, else the first
+    added line of code."""
+    old_lines = {ln.strip() for ln in old.splitlines()}
+    added = [ln.strip() for ln in new.splitlines() if ln.strip() and ln.strip() not in old_lines]
+    if not added:
+        return ""
+    if path.lower().endswith(_DOC_EXT):
+        prose = [ln for ln in added if re.search(r"[A-Za-z]{3,}.*\s.*[A-Za-z]{3,}", ln) and not ln.startswith("#")]
+        return clip(re.sub(r"^[-*>\d.)\s]+", "", prose[0]), 160) if prose else ""
+    if path.lower().endswith(_CONFIG_EXT):  # a setting or a dependency: the added lines themselves
+        return clip(" ".join(added[:2]), 160)
+    for ln in added:  # code: the first comment or docstring that explains it
+        m = _COMMENT.match(ln)
+        if m and len(m.group(1).split()) >= 3:
+            return clip(m.group(1), 160)
+    return ""
+
+
+def describe_edit(change: Change, old: str, new: str) -> None:
+    """Fold one oldText → newText replacement into the file's change."""
+    change.count += 1
+    before, after = _names(old, change.path), _names(new, change.path)
+    added = [n for n in after if n not in before]
+    removed = [n for n in before if n not in after]
+    if len(added) == 1 and len(removed) == 1:  # one name out, one in: a rename
+        change.renamed.append((removed[0], added[0]))
+        added, removed = [], []
+    tests = [n for n in added if re.match(r"(?:test_?|Test)\w", n)]
+    if len(tests) > 2:  # many new tests: their number says enough
+        added = [n for n in added if n not in tests] + [f"{len(tests)} tests"]
+    for n in added:
+        if n in change.removed:
+            change.removed.remove(n)
+        elif n not in change.added:
+            change.added.append(n)
+    for n in removed:
+        if n in change.added:
+            change.added.remove(n)
+        elif n not in change.removed:
+            change.removed.append(n)
+    said = _new_line(old, new, change.path)
+    if said:
+        change.says = said
+
+
+def describe_write(change: Change, content: str) -> None:
+    """What a newly written file is: its title or docstring, and what it defines."""
+    change.count += 1
+    change.about = _title(content, change.path)
+    names = [n for n in _names(content, change.path) if not n.startswith("“")]
+    tests = [n for n in names if re.match(r"(?:test_?|Test)\w", n)]
+    rest = [n for n in names if n not in tests]
+    change.exports = rest[:6] + ([f"{len(tests)} tests"] if tests else []) or change.exports
+
+
+def _title(content: str, path: str) -> str:
+    """The first heading of a document, or the first docstring / leading comment of code."""
+    if path.lower().endswith(_DOC_EXT):
+        m = _HEADING.search(content)
+        return clip(m.group(1), 120) if m else clip(next((ln for ln in content.splitlines() if ln.strip()), ""), 120)
+    for ln in content.splitlines()[:15]:
+        s = ln.strip()
+        if not s or s.startswith("#!") or s.startswith("package ") or s.startswith("import ") or s == '"""':
+            continue
+        m = _COMMENT.match(s)
+        if m and len(m.group(1).split()) >= 3:
+            return clip(m.group(1), 140)
+        if s.startswith("//") or s.startswith("#"):
+            continue
+        break
+    return ""

@@ -1,0 +1,329 @@
+"""Stage 1, extract: one pass over the convertToLlm messages collects the facts of a conversation —
+the user's tasks, rules and corrections; the assistant's choices, findings, plans and recaps; what each
+tool call did and what came back. Resolution (resolve.py) runs as later evidence arrives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import dialog as dl
+from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
+from .edits import Change, describe_edit, describe_write
+from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
+from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
+from .tools import ToolEffects
+
+_BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
+_SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
+_EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create")
+
+
+@dataclass
+class Facts:
+    tasks: list[tuple[int, str]] = field(default_factory=list)  # (seq, cleaned text)
+    corrections: list[tuple[int, str]] = field(default_factory=list)
+    constraints: list[str] = field(default_factory=list)
+    forbidden: set[str] = field(default_factory=set)  # stems of actions the user forbade
+    user_errors: list[str] = field(default_factory=list)
+    done: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, kind, text)
+    failures: list[Failure] = field(default_factory=list)
+    decisions: list[Decision] = field(default_factory=list)
+    findings: list[str] = field(default_factory=list)
+    recaps: list[tuple[int, list[str]]] = field(default_factory=list)  # end-of-turn points
+    plan: list[str] = field(default_factory=list)  # the last plan the assistant put forward
+    plan_seq: int = -1
+    plan_accepted: bool = False
+    pending: list[str] = field(default_factory=list)
+    changes: dict[str, Change] = field(default_factory=dict)
+    modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
+    read: list[str] = field(default_factory=list)
+    renamed: list[tuple[str, str]] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    uncommitted: list[str] = field(default_factory=list)
+    checks: dict[str, tuple[int, bool]] = field(default_factory=dict)  # family -> (seq of last run, passed)
+    tallies: dict[str, str] = field(default_factory=dict)  # family -> counts of its last run
+    last_edit_seq: int = -1
+    last_code_edit_seq: int = -1
+    last_user_seq: int = -1
+    first_user_raw: str | None = None
+    ends_mid_work: bool = False
+    final_text: str = ""
+    last_step: str = ""
+    last_assistant_seq: int = -1
+    narration: list[str] = field(default_factory=list)
+    mentions: list[str] = field(default_factory=list)
+    embedded: list[str] = field(default_factory=list)
+
+    last_commit_seq: int = -1
+    root: str = ""  # the project directory absolute paths share ('' when none)
+
+    def show(self, path: str) -> str:
+        return shortener(self.root)(path)
+
+    @property
+    def errors(self) -> list[Failure]:
+        return [f for f in self.failures if not f.resolved and not f.deferred]
+
+    @property
+    def deferred(self) -> list[Failure]:
+        return [f for f in self.failures if not f.resolved and f.deferred]
+
+    @property
+    def fixed(self) -> list[Failure]:
+        return [f for f in self.failures if f.resolved]
+
+
+def collect(messages: list[dict[str, Any]]) -> Facts:
+    p = _Pass()
+    for msg in messages:
+        p.message(msg)
+    return p.finish()
+
+
+class _Pass:
+    def __init__(self) -> None:
+        self.f = Facts()
+        self.seq = 0
+        self.calls: dict[str, Call] = {}
+        self.open_calls: dict[str, Call] = {}
+        self.tools = ToolEffects(self.f)
+        self.prev_role = ""
+        self.last_assistant_text = ""
+        self.awaiting_adoption = False
+        self.last_said = ""
+
+    def message(self, msg: dict[str, Any]) -> None:
+        self.seq += 1
+        role = msg.get("role")
+        if role == "user":
+            self.user(text_of(msg.get("content")))
+        elif role == "assistant":
+            content = msg.get("content")
+            self.assistant(content if isinstance(content, list) else [])
+        elif role == "toolResult":
+            self.result(msg)
+        self.prev_role = str(role)
+
+    # -- the user ------------------------------------------------------------------------------
+    def user(self, text: str) -> None:
+        f = self.f
+        after_proposal = self.prev_role == "assistant" and bool(dl.PROPOSAL.search(self.last_assistant_text))
+        blocks = _SUMMARY_BLOCK.findall(text)
+        if blocks:
+            f.embedded.extend(blocks)
+            return
+        bash = _BASH_USER.match(text)
+        if bash:  # the user's own `!command`
+            self.user_command(bash.group("cmd"), bash.group("rest"))
+            return
+        if f.first_user_raw is None and text.strip():
+            f.first_user_raw = text.strip()
+        cleaned, errors = dl.clean_user_text(text)
+        f.user_errors.extend(errors)
+        kind = dl.classify_user(cleaned)
+        if after_proposal_reply(self, cleaned) and kind in ("direction", "task", "rule", "question"):
+            kind = "correction"  # a refusal of what was just proposed, however politely put
+        if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
+            kind = "task"  # the opening message states the task, whatever rules it also gives
+        f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
+        if kind == "ack":
+            if after_proposal and f.plan_seq == f.last_assistant_seq:
+                f.plan_accepted = True  # "go ahead" right after a plan accepts it
+            return
+        if dl.defers(cleaned):  # the open problems are put aside, not blocking
+            for x in f.errors:
+                x.deferred = clip(cleaned, 200)
+        self.last_said = ""
+        f.last_user_seq = self.seq
+        f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
+        if kind == "task":
+            f.tasks.append((self.seq, cleaned))
+            self.rules(dl.constraint_sentences(cleaned))
+        elif kind == "correction":
+            f.corrections.append((self.seq, cleaned))
+            self.rules(dl.constraint_sentences(cleaned, skip_first=True))
+            self.reject(cleaned, after_proposal)
+            self.awaiting_adoption = True
+        elif kind == "rule":
+            self.rules(dl.constraint_sentences(cleaned) or [clip(cleaned, 300)])
+        elif kind == "direction":
+            self.rules(dl.constraint_sentences(cleaned))
+            f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
+        # questions and requests to look at something: asked in passing, neither work nor rules; what the
+        # next read-only command shows answers them
+        self.tools.asked = kind == "look"
+
+    def rules(self, found: list[str]) -> None:
+        self.f.constraints.extend(found)
+        for c in found:
+            self.f.forbidden |= dl.forbidden_verbs(c)
+
+    def reject(self, reply: str, after_proposal: bool) -> None:
+        """A negating reply right after a proposal rejects it, for the reason the user gives; after
+        actions, it corrects them (quoted word for word)."""
+        f = self.f
+        if after_proposal:
+            proposal = self.last_assistant_text
+            prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s) and not s.endswith(":")]
+            steps = dl.plan_items(proposal)
+            key = next(iter(dl.decision_sentences(proposal)), None) or (
+                "; ".join(steps[:3]) if len(steps) >= 2 else None) or next(
+                (s for s in prose if dl.PROPOSAL.search(s)), prose[0] if prose else "")
+            code = [c for c in re.findall(r"`[^`\n]{2,40}`", proposal) if c.strip("`") not in reply][:5]
+            text = clip(key, 300) + (f" ({', '.join(code)})" if code else "")
+            if f.plan_seq == f.last_assistant_seq:
+                f.plan, f.plan_accepted = [], False  # the rejected plan is no longer the plan
+            f.decisions = [d for d in f.decisions if d.seq != f.last_assistant_seq or d.kind != "assistant"]
+            f.decisions.append(Decision(text, f.last_assistant_seq, "rejected", dl.user_reason(reply)))
+        else:
+            f.decisions.append(Decision(f'"{clip(reply, MAX_QUOTE)}"', self.seq, "user"))
+
+    def user_command(self, command: str, rest: str) -> None:
+        call = Call("bash", {"command": command}, self.seq)
+        if interrupted(rest):
+            return
+        if re.search(r"Command exited with code [1-9]", rest):
+            self.tools.failure(call, error_line(rest), rest)
+        else:
+            resolve_by_success(self.f.failures, call)
+            self.tools.success(call, rest)
+
+    # -- the assistant -------------------------------------------------------------------------
+    def assistant(self, content: list[Any]) -> None:
+        f = self.f
+        texts, calls = [], []
+        for block in content:
+            if not isinstance(block, dict):
+                continue
+            if block.get("type") == "text" and block.get("text", "").strip():
+                texts.append(block["text"].strip())
+            elif block.get("type") == "toolCall":
+                args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
+                call = Call(str(block.get("name", "tool")), args, self.seq)
+                cid = str(block.get("id", f"call{self.seq}"))
+                self.calls[cid] = call
+                self.open_calls[cid] = call
+                calls.append(call)
+        joined = "\n".join(texts)
+        if joined:
+            self.prose(joined, ends_turn=not calls)
+        f.ends_mid_work = bool(calls)
+        f.final_text = "" if calls else joined
+        f.last_assistant_seq = self.seq
+        if texts and sentences(texts[-1]):
+            self.last_said = clip(sentences(texts[-1])[0].rstrip(":"), 200)
+        if calls:
+            doing = ", ".join(dict.fromkeys(f"{c.name} {c.path}" if c.path else c.short() for c in calls[:3]))
+            f.last_step = " — ".join(x for x in (self.last_said, doing) if x)
+
+    def prose(self, text: str, *, ends_turn: bool) -> None:
+        """What the assistant's own words carry: choices, findings, fixes it reports, plans, recaps."""
+        f = self.f
+        f.narration.append(text)
+        f.mentions.extend(FUNC.findall(text))
+        self.last_assistant_text = text
+        if self.awaiting_adoption:  # the reply to a correction: the approach taken instead
+            adopted = dl.substance(text)
+            if len(adopted) >= 20:
+                f.decisions.append(Decision(adopted, self.seq, "adopted"))
+            self.awaiting_adoption = False
+        else:
+            f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
+        f.findings.extend(dl.finding_sentences(text))
+        said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
+        for x in f.failures:  # the agent's explanation after a failure: a finding, or words that name it
+            if x.diagnosis or x.resolved or not said:
+                continue
+            named = {w.lower().strip("`'\"():,.") for w in x.line.split() if len(w) >= 5}
+            about = [s for s in said if dl.finding_sentences(s) or named & {w.lower().strip("`'\"():,.") for w in s.split()}]
+            if about:  # the sentence that names it, and the one after it (often what to do about it)
+                i = said.index(about[0])
+                x.diagnosis = clip(" ".join(said[i:i + 2]), 300)
+        for s in sentences(text):
+            resolve_by_claim(f.failures, s)
+        steps = dl.plan_items(text)
+        if len(steps) >= 2 and ends_turn and dl.PROPOSAL.search(text):
+            f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, False
+        if ends_turn and len(text) >= 80:
+            f.recaps.append((self.seq, dl.recap_items(text)))
+
+    # -- tool results --------------------------------------------------------------------------
+    def result(self, msg: dict[str, Any]) -> None:
+        cid = str(msg.get("toolCallId", ""))
+        call = self.calls.get(cid) or Call(str(msg.get("toolName", "tool")), {}, self.seq)
+        self.open_calls.pop(cid, None)
+        text = text_of(msg.get("content"))
+        if interrupted(text):
+            return
+        call.seq = self.seq
+        command_like = call.name not in READ_ONLY_TOOLS and call.name not in _EDIT_TOOLS
+        if msg.get("isError") or (command_like and looks_failed(text)):
+            self.tools.failure(call, error_line(text), text)
+            return
+        switched = resolve_by_success(self.f.failures, call)
+        if switched:
+            self.f.decisions.append(Decision(switched, self.seq, "switch"))
+        if call.name in _EDIT_TOOLS and call.path:
+            self.edited(call)
+            return
+        self.tools.success(call, text)
+
+    def edited(self, call: Call) -> None:
+        f = self.f
+        path = call.path
+        assert path is not None
+        verb = "Wrote" if call.name in ("write", "create") else "Edited"
+        change = f.changes.get(path)
+        if change is None or (verb == "Wrote" and change.verb == "Edited" and change.count == 0):
+            change = f.changes[path] = Change(path, verb)
+            f.done.append((self.seq, "edit", path))
+        if verb == "Wrote":
+            describe_write(change, str(call.args.get("content", "")))
+        else:
+            for old, new in _replacements(call.args):
+                describe_edit(change, old, new)
+        if path not in f.modified:
+            f.modified.append(path)
+        if path not in f.uncommitted:
+            f.uncommitted.append(path)
+        f.last_edit_seq = self.seq
+        if not path.lower().endswith((".md", ".mdx", ".rst", ".txt")):
+            f.last_code_edit_seq = self.seq
+
+    def finish(self) -> Facts:
+        f = self.f
+        f.root = project_root([*f.modified, *f.read])
+        show = shortener(f.root)
+        f.done = [(s, k, f.changes[t].line(show) if k == "edit" else t) for s, k, t in f.done]
+        unreject_carried_out(f.decisions, f.done)
+        if not self.tools.committed_once:
+            f.uncommitted = []
+        # Only the newest assistant message can still be waiting for results.
+        f.pending = [f"{describe(c)} (no result yet)" for c in self.open_calls.values()
+                     if c.seq == f.last_assistant_seq]
+        f.constraints = dedupe(clip(s) for s in f.constraints)
+        f.mentions = dedupe(f.mentions)
+        f.findings = dedupe(clip(s, 300) for s in f.findings)
+        return f
+
+
+def after_proposal_reply(p: _Pass, reply: str) -> bool:
+    """The reply comes right after an assistant proposal and declines it."""
+    return p.prev_role == "assistant" and bool(dl.PROPOSAL.search(p.last_assistant_text)) and dl.refuses(reply)
+
+
+def _replacements(args: dict[str, Any]) -> list[tuple[str, str]]:
+    """(old, new) pairs of an edit call, whichever argument names the tool uses."""
+    edits = args.get("edits")
+    if isinstance(edits, list):
+        return [(str(e.get("oldText", e.get("old_string", ""))), str(e.get("newText", e.get("new_string", ""))))
+                for e in edits if isinstance(e, dict)]
+    old = args.get("oldText", args.get("old_string", args.get("old_str", "")))
+    new = args.get("newText", args.get("new_string", args.get("new_str", "")))
+    return [(str(old or ""), str(new or ""))]
+
+
+__all__ = ["Facts", "collect"]

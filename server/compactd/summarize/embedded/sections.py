@@ -1,0 +1,318 @@
+"""Stage 2→3: resolved facts (and a previous summary's sections) filed under the structured sections.
+
+- Goal: the user's task statements (not pastes, acknowledgements, questions or requests to look at
+  something), earlier goals first;
+- Constraints: the user's rules, in their words;
+- Done: what each edit changed and each write created, commits, renames and deletions, commands and
+  what they printed, errors a later run or the assistant resolved, checks that pass with their counts,
+  and the points of the assistant's end-of-turn recaps;
+- In Progress: the open task when the conversation stops mid-work, calls without a result;
+- Blocked: errors nothing resolved, verbatim;
+- Key Decisions: the assistant's choices, rejected proposals with the user's reason, the approach
+  adopted after a correction, the plan the user accepted;
+- Next Steps: the last open request, the steps of the last plan, what the last answer offered, open
+  errors — never an action the user forbade;
+- Critical Context: findings, errors, files changed, renames and deletions, names mentioned.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..base import SummaryKind
+from .commands import command_family, is_typed_error
+from .dialog import CONSTRAINT_RE, stem
+from .facts import Facts
+from .resolve import Failure
+from .render import Lines
+from .sectionkeys import (
+    BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, REQUEST, SUFFIX,
+)
+from .text import LIST_MARK, anchors, clip, dedupe, norm, sentences
+
+_MAX_ERROR = 300
+_FILES_CHANGED = "Files changed: "
+_FILES_RENAMED = "Files renamed: "
+_FILES_DELETED = "Files deleted: "
+_MENTIONED = "Mentioned: "
+_CAPS = {GOAL: 6, CONSTRAINTS: 14, DONE: 30, IN_PROGRESS: 6, BLOCKED: 6, DECISIONS: 12, NEXT: 6, CRITICAL: 20,
+         EARLY: 30, SUFFIX: 15}
+Previous = dict[str, list[str]]
+
+
+def capped(section: str, items: list[str]) -> list[str]:
+    items = dedupe(items)
+    return items[-_CAPS[section]:]
+
+
+def goal_text(request: str, limit: int = 400) -> str:
+    """A request's aim: its leading sentences (later rules are constraints), at most `limit` chars."""
+    picked: list[str] = []
+    for s in sentences(request):
+        s = LIST_MARK.sub("", s).strip()
+        if picked and (CONSTRAINT_RE.search(s) or len(s.split()) < 4):
+            continue
+        if picked and sum(len(p) + 1 for p in picked) + len(s) > limit:
+            break
+        picked.append(s)
+        if sum(len(p) for p in picked) >= 200:
+            break
+    return clip(" ".join(picked) if picked else request.strip(), limit)
+
+
+def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
+    out = Lines()
+    if kind == SummaryKind.TURN_PREFIX:
+        _turn_prefix(out, f)
+        return out
+    prev: Previous = {}
+    for p in previous:
+        for k, v in p.items():
+            prev.setdefault(k, []).extend(v)
+    out.add(GOAL, _goals(f, prev))
+    out.add(CONSTRAINTS, capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints]))
+    moved, still = _previous_in_progress(f, prev)
+    out.add(DONE, _done(f, prev, moved))
+    out.add(IN_PROGRESS, capped(IN_PROGRESS, [*still, *_in_progress(f)]))
+    out.add(BLOCKED, capped(BLOCKED, [*_previous_blocked(f, prev), *_blocked(f)]))
+    out.add(DECISIONS, _decisions(f, prev))
+    out.add(NEXT, _next_steps(f, prev))
+    if kind == SummaryKind.HISTORY:
+        _critical(out, f, prev)
+    return out
+
+
+def _open_work(f: Facts) -> bool:
+    return f.ends_mid_work or bool(f.pending) or f.last_user_seq > f.last_assistant_seq
+
+
+def _fixed_lines(f: Facts) -> list[str]:
+    return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{_short_command(x.call.command)}`)"
+            + (f" — {x.diagnosis}" if x.diagnosis else "")
+            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)][-6:]
+
+
+def _short_command(command: str) -> str:
+    """A long command named by the check it runs (`pytest`, `cargo test`), else clipped."""
+    family = command_family(command)
+    return family if family and len(command) > 60 else clip(command, 100)
+
+
+def _first_per_line(failures: list[Failure]) -> list[Failure]:
+    """One failure per error text: the same error from several runs is one item."""
+    seen: dict[str, Failure] = {}
+    for x in failures:
+        seen.setdefault(x.line, x)
+    return list(seen.values())
+
+
+def _error_lines(f: Facts) -> list[str]:
+    return [f"{x.call.short()} failed: {clip(x.line, _MAX_ERROR)}" + (f" [{x.tally}]" if x.tally else "")
+            for x in _first_per_line(f.errors)]
+
+
+def _goals(f: Facts, prev: Previous) -> list[str]:
+    tasks = [goal_text(t) for _, t in f.tasks]
+    if len(tasks) > 5:
+        tasks = tasks[:2] + tasks[-3:]
+    goals = dedupe([*prev.get(GOAL, [])[:3], *tasks])
+    return goals[:2] + goals[-(_CAPS[GOAL] - 2):] if len(goals) > _CAPS[GOAL] else goals
+
+
+def _previous_in_progress(f: Facts, prev: Previous) -> tuple[list[str], list[str]]:
+    """Previous In Progress items: done when new work touched what they name (all of them when the
+    user has moved on to new tasks)."""
+    touched = set().union(*(anchors(t) for _, _, t in f.done)) if f.done else set()
+    moved, still = [], []
+    for it in prev.get(IN_PROGRESS, []):
+        (moved if f.tasks or anchors(it) & touched else still).append(it)
+    return moved, still
+
+
+def _previous_blocked(f: Facts, prev: Previous) -> list[str]:
+    touched = set().union(*(anchors(t) for _, _, t in f.done)) if f.done else set()
+    fixed = " ".join(_fixed_lines(f))
+    return [b for b in prev.get(BLOCKED, []) if not (anchors(b) & touched) and b not in fixed]
+
+
+def _done(f: Facts, prev: Previous, moved: list[str]) -> list[str]:
+    checks_ok = [f"`{fam}` passes" + (f" ({f.tallies[fam]})" if f.tallies.get(fam) else "")
+                 for fam, (seq, ok) in f.checks.items() if ok and seq >= f.last_code_edit_seq]
+    items = [("prev", t) for t in [*prev.get(DONE, []), *moved]]
+    items += [(k, t) for _, k, t in f.done] + [("fixed", t) for t in _fixed_lines(f)]
+    items += [("check", t) for t in checks_ok]
+    items += [("recap", t) for _, pts in f.recaps[-3:] for t in pts[:5]]
+    seen: set[str] = set()
+    items = [(k, t) for k, t in items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
+    for kind in ("command", "other", "recap", "prev"):  # plain commands go first, then tools, recaps
+        while len(items) > _CAPS[DONE]:
+            idx = next((i for i, (k, _) in enumerate(items) if k == kind), None)
+            if idx is None:
+                break
+            items.pop(idx)
+    return [t for _, t in items[-_CAPS[DONE]:]]
+
+
+def _in_progress(f: Facts) -> list[str]:
+    items: list[str] = []
+    open_work = _open_work(f)
+    last_task = f.tasks[-1][1] if f.tasks else None
+    if open_work and last_task:
+        items.append("Working on: " + goal_text(last_task, 300))
+    if f.ends_mid_work and f.last_step:
+        items.append("Last step: " + f.last_step)
+    last = f.corrections[-1] if f.corrections else None
+    if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
+        items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
+    if f.uncommitted:
+        items.append("Uncommitted changes: " + ", ".join(f.show(p) for p in f.uncommitted[-8:]))
+    return items + f.pending
+
+
+def _blocked(f: Facts) -> list[str]:
+    return _error_lines(f)
+
+
+def _decisions(f: Facts, prev: Previous) -> list[str]:
+    items: list[tuple[str, str]] = [("prev", d) for d in prev.get(DECISIONS, [])]
+    for d in f.decisions:
+        text = clip(d.text, 400)
+        if d.kind == "rejected":
+            items.append(("rejected", f"**Rejected by the user**: {text}" + (f" — {d.reason}" if d.reason else "")))
+        elif d.kind == "user":
+            items.append(("user", f"**User**: {text}"))
+        elif d.kind == "switch":
+            items.append(("switch", text))
+        elif d.kind == "adopted":
+            items.append(("adopted", f"**Adopted instead**: {text}"))
+        else:
+            items.append(("assistant", _decision_line(text)))
+    if f.plan and f.plan_accepted:
+        items.append(("plan", "**Plan agreed with the user**: " + clip("; ".join(f.plan), 500)))
+    while len(items) > _CAPS[DECISIONS]:  # plain choices go before rejections and the user's words
+        idx = next((i for i, (k, _) in enumerate(items) if k in ("assistant", "prev")), 0)
+        items.pop(idx)
+    return dedupe(t for _, t in items)
+
+
+def _decision_line(sentence: str) -> str:
+    m = re.match(r"(.+?)\s+(because|since|so that|as)\s+(.+)", sentence)
+    if m and len(m.group(1)) > 8:
+        return f"**{m.group(1).rstrip(',;:')}**: {m.group(2)} {m.group(3)}"
+    return f"**{sentence}**"
+
+
+def _next_steps(f: Facts, prev: Previous) -> list[str]:
+    steps: list[str] = []
+    last_task = f.tasks[-1][1] if f.tasks else None
+    if _open_work(f) and last_task:
+        steps.append("Finish: " + goal_text(last_task, 300))
+    last_recap = f.recaps[-1][0] if f.recaps else -1
+    if f.plan and f.plan_seq >= last_recap and (f.plan_accepted or f.plan_seq == f.last_assistant_seq):
+        steps += f.plan
+    if f.final_text:
+        steps += offered_steps(f.final_text)
+    steps += [f"Fix: {clip(x.line, _MAX_ERROR)} (from {x.call.short()})" for x in f.errors[-2:]]
+    last_check = max(f.checks.items(), key=lambda kv: kv[1][0], default=None)
+    if last_check:  # the last check passed, but code changed since and nothing committed it: run it again
+        fam, (seq, ok) = last_check
+        if ok and seq < f.last_code_edit_seq and f.last_commit_seq < f.last_code_edit_seq:
+            steps.append(f"Run `{fam}` again")
+    if f.uncommitted:
+        steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
+    steps = [s for s in steps if not _forbidden(s, f.forbidden)]
+    if not steps and f.final_text and f.tasks and not prev.get(NEXT):
+        steps.append("Nothing pending: the last request was answered; wait for the user's next one")
+    return capped(NEXT, steps) if steps else capped(NEXT, prev.get(NEXT, []))
+
+
+def _forbidden(step: str, verbs: set[str]) -> bool:
+    """A step that proposes an action the user forbade (its leading verb)."""
+    words = re.findall(r"[A-Za-z]+", step.split(":", 1)[-1] if step.startswith(("Finish:", "Fix:")) else step)
+    return bool(words) and stem(words[0]) in verbs
+
+
+def offered_steps(final_text: str) -> list[str]:
+    """Next steps an answer offers: items of a list introduced by "next", or closing offers."""
+    steps: list[str] = []
+    in_next = False
+    for line in final_text.splitlines():
+        s = line.strip()
+        if not s:
+            continue
+        if re.search(r"\bnext\b[^.]*:\s*\**$|^#+\s.*\bnext\b", s, re.I):
+            in_next = True
+            continue
+        if in_next and LIST_MARK.match(s):
+            steps.append(clip(LIST_MARK.sub("", s), 200))
+        elif in_next:
+            in_next = False
+    for s in sentences(final_text)[-4:]:
+        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
+            steps.append(clip("Offered: " + s, 300))
+        elif re.match(r"^next(?: is| up| step)?\b", s, re.I):
+            steps.append(clip(s, 300))
+    return steps
+
+
+def _critical(out: Lines, f: Facts, prev: Previous) -> None:
+    critical, modified, mentions, renamed, deleted = [], [], [], [], []
+    for item in prev.get(CRITICAL, []):
+        for label, bucket in ((_FILES_CHANGED, modified), (_MENTIONED, mentions), (_FILES_RENAMED, renamed),
+                              (_FILES_DELETED, deleted)):
+            if item.startswith(label):
+                bucket += item[len(label):].split(", ")
+                break
+        else:
+            critical.append(item)
+    if f.root:
+        critical.append(f"Project root: {f.root} (paths in this summary are relative to it)")
+    critical += ["Error reported by the user: " + e for e in f.user_errors[-4:]]
+    critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
+                 for x in f.deferred]
+    critical += ["Finding: " + s for s in f.findings[-6:]]
+    renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in f.renamed)])
+    deleted = dedupe([*deleted, *f.deleted])
+    modified = dedupe([*modified, *(f.show(p) for p in f.modified)])
+    for src, dst in f.renamed:
+        modified = [f.show(dst) if m == f.show(src) else m for m in modified]
+    modified = [m for m in modified if m not in deleted]
+    out.add(CRITICAL, capped(CRITICAL, critical))
+    out.add(CRITICAL, [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors], priority=1)
+    # Repeats of what Done says (and of the file lists code appends): the first to go when tight.
+    files = []
+    if modified:
+        files.append(_FILES_CHANGED + ", ".join(modified))
+    if renamed:
+        files.append(_FILES_RENAMED + ", ".join(renamed[-20:]))
+    if deleted:
+        files.append(_FILES_DELETED + ", ".join(deleted[-20:]))
+    out.add(CRITICAL, files, priority=1)
+    mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
+    if mentions:  # least important: the first thing to go when the budget is tight
+        out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)
+
+
+def _turn_prefix(out: Lines, f: Facts) -> None:
+    out.add(REQUEST, [clip(f.first_user_raw, 1200)] if f.first_user_raw else [])
+    out.add(EARLY, capped(EARLY, [*[t for _, _, t in f.done], *_fixed_lines(f), *_error_lines(f)]))
+    suffix = []
+    narr = _last_narration(f)
+    if narr:
+        suffix.append(narr)
+    suffix += f.pending
+    if f.modified:
+        suffix.append("Files changed so far: " + ", ".join(f.modified))
+    if f.read:
+        suffix.append("Files read so far: " + ", ".join(f.read[-10:]))
+    suffix += [f"Error from {x.call.short()}: {clip(x.line, _MAX_ERROR)}" for x in f.errors]
+    suffix += [f"Constraint: {c}" for c in f.constraints]
+    out.add(SUFFIX, capped(SUFFIX, suffix))
+
+
+def _last_narration(f: Facts) -> str | None:
+    for block in reversed(f.narration):  # newest narration that says something
+        first = next(iter(sentences(block)), "")
+        if len(re.findall(r"[^\W\d_]{2,}", first)) >= 2:
+            return clip(first, 300)
+    return None

@@ -1,0 +1,120 @@
+"""What a finished tool call did to the work: a check passed or failed (with its counts), a commit,
+a branch, files moved or deleted, a command that changed something and what it printed."""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, same_file, segments
+from .outcomes import listing, printed_values, run_tally
+from .resolve import Failure
+from .text import clip
+
+if TYPE_CHECKING:
+    from .facts import Facts
+
+# Scratch locations: deleting or moving files there is not a change to the project.
+_SCRATCH = re.compile(r"^(?:/tmp/|/var/tmp/|/var/folders/|/private/tmp/|\$TMPDIR)")
+
+
+# A command that prints its own exit status was run to look at the failure, not to succeed.
+_PROBE = re.compile(r"echo [\"']?[\w =:-]*\$\?")
+
+
+def _ends_in_search(call: Call) -> bool:
+    segs = segments(call.command)
+    return bool(segs) and segs[-1].split()[0] in ("grep", "rg", "ag", "find", "test", "[")
+
+
+class ToolEffects:
+    def __init__(self, facts: Facts) -> None:
+        self.f = facts
+        self.committed_once = False
+        self.asked = False  # the user's last message asked to see something
+
+    def failure(self, call: Call, line: str, output: str = "") -> None:
+        f = self.f
+        message = commit_message(call.command) if call.command else None
+        if message and re.search(r"^\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,}\] ", output, re.MULTILINE):
+            self.committed(call.seq, message)  # `git commit ... && git push`: the commit happened, the push failed
+        family = command_family(call.command) if call.command else None
+        tally = run_tally(output) if family else ""
+        if family:
+            f.checks[family] = (call.seq, False)
+            f.tallies[family] = tally
+        if call.read_only() and not family:
+            return  # a search that found nothing is not an error of the work
+        printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip().removeprefix("(no output)").strip()
+        if _PROBE.search(call.command) or not printed and _ends_in_search(call):
+            return  # a command run to see its exit status, or a search at the end of a chain that found nothing
+        f.failures.append(Failure(call, line, call.seq, tally=tally))
+
+    def success(self, call: Call, output: str) -> None:
+        f = self.f
+        family = command_family(call.command) if call.command else None
+        if family:
+            f.checks[family] = (call.seq, True)
+            f.tallies[family] = run_tally(output)
+            return
+        if call.name == "read" and call.path and call.path not in f.read:
+            f.read.append(call.path)
+        if self.asked and call.read_only() and call.name not in ("read",):
+            shown = listing(output, 8)
+            if shown:  # the user asked to see something: what came back is the answer
+                what = f"`{clip(call.command, 100)}`" if call.command else call.short()
+                f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
+                self.asked = False
+        if not call.command or call.read_only():
+            if not call.command and call.name not in READ_ONLY_TOOLS:
+                f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
+            return
+        self.command(call, output)
+
+    def command(self, call: Call, output: str) -> None:
+        f = self.f
+        branch = re.search(r"git (?:checkout -b|switch -c|branch)\s+([\w./-]+)", call.command)
+        if branch:
+            f.done.append((call.seq, "branch", f"Created branch `{branch.group(1)}`"))
+            return
+        message = commit_message(call.command)
+        if message:
+            self.committed(call.seq, message, output)
+            return
+        renames, deleted = file_moves(call.command)
+        in_scratch = bool(_SCRATCH.match((cwd_of(call.command) or "").rstrip("/") + "/"))
+        renames = [(s, d) for s, d in renames if not _SCRATCH.match(s) and not (in_scratch and not s.startswith("/"))]
+        deleted = [d for d in deleted if not _SCRATCH.match(d) and not (in_scratch and not d.startswith("/"))]
+        if renames or deleted:
+            self.moved(call.seq, renames, deleted)
+            return
+        if re.search(r"(?:^|\s)(?:mkdir|touch|rm)\s", call.command) and len(segments(call.command)) == 1:
+            return  # scaffolding or scratch clean-up, not worth a line
+        shown = printed_values(output)
+        f.done.append((call.seq, "command", f"Ran `{clip(call.command, 160)}`" + (f" → {shown}" if shown else "")))
+
+    def moved(self, seq: int, renames: list[tuple[str, str]], deleted: list[str]) -> None:
+        f = self.f
+        for src, dst in renames:
+            f.renamed.append((src, dst))
+            f.modified = [dst if same_file(p, src) else p for p in f.modified]
+            f.uncommitted = [dst if same_file(p, src) else p for p in f.uncommitted]
+        for d in deleted:
+            f.deleted.append(d)
+            f.modified = [p for p in f.modified if not same_file(p, d)]
+            f.uncommitted = [p for p in f.uncommitted if not same_file(p, d)]
+        parts = []
+        if renames:
+            parts.append("Renamed " + ", ".join(f"{s} → {d}" for s, d in renames))
+        if deleted:
+            parts.append("Deleted " + ", ".join(deleted))
+        f.done.append((seq, "files", "; ".join(parts)))
+
+    def committed(self, seq: int, message: str, output: str = "") -> None:
+        f = self.f
+        sha = re.search(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,})\] ", output, re.MULTILINE)
+        where = f" ({sha.group(2)} on `{sha.group(1)}`)" if sha else ""
+        f.done.append((seq, "commit", f'Committed "{clip(message, 200)}"{where}'))
+        self.committed_once = True
+        f.last_commit_seq = seq
+        f.uncommitted = []
