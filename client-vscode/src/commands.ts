@@ -229,7 +229,7 @@ class Commands {
     const row = entryOf(ref) ?? (await this.pickEntry('Label which entry?'));
     if (row === undefined) return;
     const label = await vscode.window.showInputBox({
-      title: `Label ${row.id}`,
+      title: `Label: ${rowText(row).label.slice(0, 80)}`,
       value: row.node.label ?? '',
       prompt: 'A short name for this point of the session (empty clears the label)',
     });

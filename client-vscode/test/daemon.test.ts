@@ -243,7 +243,7 @@ describe('real daemon: compaction, navigation, labels with the embedded summariz
     const left = model.childrenOf('m3')[0];
     assert.deepEqual(left.type === 'branch' ? branchText(left) : undefined,
       { label: 'Branch 1 of 2 · 8 entries · user: user message number 4 about the build', description: '' });
-    assert.equal(rowText(model.byId.get('m3')!).label, '⑂ 1 other branch · assistant message number 3 about the build');
+    assert.equal(rowText(model.byId.get('m3')!).label, '⎇ 1 other branch · assistant message number 3 about the build');
     // One count: the summary of the 8 entries m4..m11 is the new leaf, at the top level.
     assert.equal(rowText(summaryRow).label, '● leaf · Branch summary · summarizes 8 entries');
     assert.equal(summaryRow.depth, 0);

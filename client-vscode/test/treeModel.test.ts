@@ -75,7 +75,7 @@ describe('treeModel: the path to the leaf is one flat list, other branches in gr
 
   it('puts marks first: the leaf, the other branches; the count before the preview in groups', () => {
     assert.deepEqual(rowText(model.byId.get('i')!), { label: '● leaf · text of i', description: 'user' });
-    assert.deepEqual(rowText(model.byId.get('b')!), { label: '⑂ 1 other branch · text of b', description: 'user' });
+    assert.deepEqual(rowText(model.byId.get('b')!), { label: '⎇ 1 other branch · text of b', description: 'user' });
     assert.deepEqual(rowText(model.byId.get('a')!), { label: 'text of a', description: 'user' });
     const group = model.elements.get('branch:c');
     assert.ok(group?.type === 'branch');
@@ -96,7 +96,7 @@ describe('treeModel: the path to the leaf is one flat list, other branches in gr
     assert.deepEqual(ids(m.childrenOf('branch:e')), ['e', 'f']);
     // A branch point inside an alternative branch holds all its branches.
     assert.deepEqual(ids(m.childrenOf('f')), ['branch:g', 'branch:h']);
-    assert.equal(rowText(m.byId.get('f')!).label, '⑂ 2 branches · text of f');
+    assert.equal(rowText(m.byId.get('f')!).label, '⎇ 2 branches · text of f');
     assert.deepEqual(m.rows.filter((r) => r.depth === 4).map((r) => r.id), ['g', 'h', 'i']);
   });
 
@@ -182,7 +182,7 @@ describe('treeModel: what a row shows', () => {
   const model = buildTreeModel(makeTree(specs, 'c1'));
 
   it('uses the one-line preview as label, the kind beside it', () => {
-    assert.deepEqual(rowText(model.byId.get('r')!), { label: '⑂ 1 other branch · fix the build', description: 'user' });
+    assert.deepEqual(rowText(model.byId.get('r')!), { label: '⎇ 1 other branch · fix the build', description: 'user' });
   });
 
   it('labels summary nodes by what they are, figures of one kind, one count per branch summary', () => {

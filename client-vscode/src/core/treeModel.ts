@@ -425,7 +425,7 @@ export function rowMarks(row: Row): string[] {
   const n = row.node;
   const marks: string[] = [];
   if (n.isLeaf) marks.push('● leaf');
-  if (row.isBranchPoint) marks.push(row.depth === 0 ? `⑂ ${plural(row.otherBranches, 'other branch', 'other branches')}` : `⑂ ${row.otherBranches} branches`);
+  if (row.isBranchPoint) marks.push(row.depth === 0 ? `⎇ ${plural(row.otherBranches, 'other branch', 'other branches')}` : `⎇ ${row.otherBranches} branches`);
   if (n.contextEdit === 'omitted') marks.push('⊘ omitted from context');
   else if (n.contextEdit === 'replaced') marks.push('✎ replaced in context');
   if (n.label) marks.push(`[${n.label}]`);
