@@ -232,3 +232,15 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             PAGES[-1].screenshot(f"FAILED-{item.name}")
         except Exception:  # the page may be gone; the failure itself is what matters
             pass
+
+
+def error_records(editor: Editor) -> list[str]:
+    """Every error record of the extension host logs (issue 27: any error, not only compactd's;
+    "No tree item with id" is logged without naming compactd). A record runs from its timestamp to
+    the next one (stack traces included)."""
+    bad = []
+    for log in editor.extension_host_logs():
+        records = re.split(r"\n(?=\d{4}-\d\d-\d\d \d\d:\d\d:\d\d)", log.read_text(errors="replace"))
+        bad.extend(record[:2000] for record in records if "[error]" in record)
+    return bad
+

@@ -7,10 +7,10 @@ import type { OperationRegistry } from './core/operation';
 import type { CompactdClient } from './core/protocolClient';
 import { errorCode, errorMessage } from './core/protocolClient';
 import { ErrorCodes } from './core/protocol';
-import { formatTokens, prepareCompactionMarkdown, summaryEntryMarkdown, tokenStatsMarkdown } from './core/render';
+import { entryMarkdown, formatTokens, prepareCompactionMarkdown, tokenStatsMarkdown } from './core/render';
 import { parseSessionFileName, sessionDirForCwd } from './core/sessionPaths';
 import type { SessionView } from './core/sessionView';
-import { hasSummaryDocument, rowText } from './core/treeModel';
+import { compactionFigures, hasSummaryDocument, rowText } from './core/treeModel';
 import type { Row } from './core/treeModel';
 import { DaemonStartError } from './server';
 import type { ServerManager } from './server';
@@ -130,9 +130,15 @@ class Commands {
       }
     } else {
       const r = outcome.value;
-      const figures = `${formatTokens(r.tokensBefore)} → about ${formatTokens(r.estimatedTokensAfter)} tokens`;
       for (const w of r.warnings ?? []) void vscode.window.showWarningMessage(`compactd: ${w}`);
       await this.showLeaf();
+      // Like with like: the new compaction node's figures (estimates before and after, or the
+      // writer's recorded ones), from the tree the refresh just loaded.
+      const node = this.d.session.snapshot?.model.byId.get(r.entryId)?.node;
+      const figures = (node !== undefined ? compactionFigures(node) : undefined) ?? `about ${formatTokens(r.estimatedTokensAfter)} tokens after`;
+      if (node?.contextShrank === false) {
+        void vscode.window.showWarningMessage(`compactd: the compaction did not make the context smaller (${figures}): the summary is longer than the messages it replaced.`);
+      }
       const choice = await vscode.window.showInformationMessage(`Session compacted (${figures}).`, 'Show Summary');
       if (choice === 'Show Summary') await this.showEntryById(sessionId, r.entryId);
     }
@@ -223,7 +229,7 @@ class Commands {
     const row = entryOf(ref) ?? (await this.pickEntry('Label which entry?'));
     if (row === undefined) return;
     const label = await vscode.window.showInputBox({
-      title: `Label ${row.id}`,
+      title: `Label: ${rowText(row).label.slice(0, 80)}`,
       value: row.node.label ?? '',
       prompt: 'A short name for this point of the session (empty clears the label)',
     });
@@ -279,7 +285,7 @@ class Commands {
   private async showEntryById(sessionId: string, entryId: string): Promise<void> {
     const { client } = this.requireSession();
     const { entry } = await client.entry(sessionId, entryId);
-    await this.d.docs.show(`entry-${entryId}`, summaryEntryMarkdown(entry));
+    await this.d.docs.show(`entry-${entryId}`, entryMarkdown(entry));
   }
 
   async showTokenStats(): Promise<void> {
@@ -351,10 +357,13 @@ async function pickSessionFile(client: CompactdClient, output: vscode.LogOutputC
       const listing = await client.listFiles({ cwd });
       dir = listing.dir;
       for (const f of listing.files) {
+        // What the session is (its name, else its first request), then when, how big, how long.
         const parsed = parseSessionFileName(f.path);
+        const title = f.name ?? f.firstRequest ?? parsed?.sessionId ?? path.basename(f.path);
+        const count = typeof f.entryCount === 'number' ? ` · ${f.entryCount.toLocaleString('en-US')} entries` : '';
         items.push({
-          label: `${f.open ? '$(circle-filled) ' : ''}${parsed?.sessionId ?? path.basename(f.path)}`,
-          description: `${new Date(f.modified).toLocaleString()} · ${formatTokens(f.size)}B`,
+          label: `${f.open ? '$(circle-filled) ' : ''}${title.length > 80 ? `${title.slice(0, 79)}…` : title}`,
+          description: `${new Date(f.modified).toLocaleString()} · ${formatTokens(f.size)}B${count}`,
           detail: f.path,
           file: f.path,
         });

@@ -12,14 +12,14 @@ import { CancellationTokenSource } from 'vscode-jsonrpc';
 import { HookRegistry, hookMethod } from '../src/core/hooks';
 import { Operation } from '../src/core/operation';
 import { ErrorCodes } from '../src/core/protocol';
-import type { CompactionEndParams, DidChangeParams, TreeResult } from '../src/core/protocol';
+import type { CompactionEndParams, DidChangeParams } from '../src/core/protocol';
 import { errorCode, isCancelled } from '../src/core/protocolClient';
 import type { WorkDoneProgressValue } from '../src/core/protocolClient';
-import { formatTokens, prepareCompactionMarkdown, statusText, summaryEntryMarkdown } from '../src/core/render';
+import { formatTokens, prepareCompactionMarkdown, statusText, entryMarkdown } from '../src/core/render';
 import { SessionView } from '../src/core/sessionView';
 import type { SessionSnapshot } from '../src/core/sessionView';
 import { HOOK_NAMES, didChangeConfigurationParams, initializationOptions, readConfig } from '../src/core/settings';
-import { ancestorsOf, branchText, buildTreeModel, containsLeafPath, rowText } from '../src/core/treeModel';
+import { ancestorsOf, branchText, buildTreeModel, rowText } from '../src/core/treeModel';
 import type { TreeModel } from '../src/core/treeModel';
 import { nextEvent, startDaemon } from './support/daemon';
 import type { Daemon } from './support/daemon';
@@ -30,18 +30,6 @@ import { writeBranchingSession, writeLinearSession } from './support/sessions';
 const sha = (file: string): string => createHash('sha256').update(fs.readFileSync(file)).digest('hex');
 
 /** Depth of each entry as the daemon's own `compactd tree` draws it (two columns per level). */
-function cliDepths(file: string, tree: TreeResult): Map<string, number> {
-  const out = execFileSync(pythonExecutable(), ['-m', 'compactd', 'tree', file], { cwd: repoRoot(), encoding: 'utf8' });
-  const lines = out.split('\n');
-  const depths = new Map<string, number>();
-  for (const node of tree.nodes) {
-    const line = lines.find((l) => l.includes(` ${node.id} `));
-    assert.ok(line, `compactd tree shows ${node.id}`);
-    depths.set(node.id, (line.indexOf(` ${node.id} `) - 1) / 2);
-  }
-  return depths;
-}
-
 function updateWhere(view: SessionView, predicate: (s: SessionSnapshot) => boolean): Promise<SessionSnapshot> {
   return nextEvent<SessionSnapshot | undefined>(
     (h) => view.onDidUpdate(h),
@@ -85,7 +73,7 @@ describe('real daemon: the side panel model', { timeout: 180_000 }, () => {
     // A compaction node opens as its summary.
     const compaction = model.rows.find((r) => r.node.kind === 'compaction')!;
     const { entry } = await d.client.entry(info.sessionId, compaction.id);
-    const md = summaryEntryMarkdown(entry);
+    const md = entryMarkdown(entry);
     assert.match(md, /^# Compaction summary/);
     assert.ok(md.includes((entry.summary as string).trim().split('\n')[0]));
 
@@ -106,58 +94,44 @@ describe('real daemon: the side panel model', { timeout: 180_000 }, () => {
     assert.equal(model.leafId, 'm999');
   });
 
-  it('nests only at branch points, exactly as `compactd tree` indents', async () => {
+  it('lists the path to the leaf flat and the other branches in groups', async () => {
     const { file, leafId } = writeBranchingSession(tempDir());
     const info = await d.client.open(file);
     const tree = await d.client.tree(info.sessionId);
     const model = buildTreeModel(tree);
     assert.equal(model.leafId, leafId);
+    assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['a0', 'a1', 'a2', 'a3', 'c0', 'c1', 'e0', 'e1']);
     assert.deepEqual(
       model.rows.map((r) => `${r.id}:${r.depth}`),
-      ['a0:0', 'a1:0', 'a2:0', 'a3:0', 'b0:1', 'b1:1', 'c0:1', 'c1:1', 'd0:2', 'd1:2', 'e0:2', 'e1:2'],
+      ['a0:0', 'a1:0', 'a2:0', 'a3:0', 'b0:2', 'b1:2', 'c0:0', 'c1:0', 'd0:2', 'd1:2', 'e0:0', 'e1:0'],
     );
-    assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['a0', 'a1', 'a2', 'a3']);
-    // Each branch is its own group under the branch point; flat only inside one branch.
-    assert.deepEqual(model.childrenOf('a3').map((r) => r.id), ['branch:b0', 'branch:c0']);
+    // Each branch point on the path holds the branch the path does not take, flat in its group.
+    assert.deepEqual(model.childrenOf('a3').map((r) => r.id), ['branch:b0']);
     assert.deepEqual(model.childrenOf('branch:b0').map((r) => r.id), ['b0', 'b1']);
-    assert.deepEqual(model.childrenOf('branch:c0').map((r) => r.id), ['c0', 'c1']);
-    assert.deepEqual(model.childrenOf('c1').map((r) => r.id), ['branch:d0', 'branch:e0']);
-    assert.deepEqual(model.childrenOf('branch:e0').map((r) => r.id), ['e0', 'e1']);
-    const groups = model.childrenOf('a3').map((g) => (g.type === 'branch' ? branchText(g).label : ''));
-    assert.match(groups[0], /^Branch 1 of 2 · /);
-    assert.match(groups[1], /^Branch 2 of 2 · /);
-    assert.deepEqual(ancestorsOf(model, 'e1').map((r) => r.id), ['a3', 'branch:c0', 'c1', 'branch:e0']);
-    const depths = cliDepths(file, tree);
-    for (const row of model.rows) assert.equal(row.depth, depths.get(row.id), `depth of ${row.id}`);
+    assert.deepEqual(model.childrenOf('c1').map((r) => r.id), ['branch:d0']);
+    const group = model.childrenOf('a3')[0];
+    assert.match(group.type === 'branch' ? branchText(group).label : '', /^Branch 1 of 2 · 2 entries · /);
+    assert.deepEqual(ancestorsOf(model, 'e1').map((r) => r.id), []);
     assert.deepEqual(model.rows.filter((r) => r.node.onLeafPath).map((r) => r.id), ['a0', 'a1', 'a2', 'a3', 'c0', 'c1', 'e0', 'e1']);
   });
 
-  it('a branching session from `compactd sample` nests exactly one level per branch point', async () => {
+  it('a branching session from `compactd sample`: the leaf at depth 0, every entry reachable', async () => {
     const file = path.join(tempDir(), 'sample.jsonl');
     execFileSync(pythonExecutable(), ['-m', 'compactd', 'sample', file, '--seed', '7', '--turns', '40'], { cwd: repoRoot() });
     const info = await d.client.open(file);
     const tree = await d.client.tree(info.sessionId);
     const model = buildTreeModel(tree);
-    assert.equal(model.rows.length, tree.nodes.length);
-    const branchPoints = model.rows.filter((r) => r.isBranchPoint);
-    assert.ok(branchPoints.length >= 2, 'the sample has branches');
-    // Depth = number of branch points above a row, counted on the daemon's parent links.
-    const byId = new Map(tree.nodes.map((n) => [n.id, n]));
+    const labels = tree.nodes.filter((n) => n.kind === 'label' && n.children.length <= 1).length;
+    assert.equal(model.rows.length, tree.nodes.length - labels);
+    assert.ok(model.rows.filter((r) => r.isBranchPoint).length >= 2, 'the sample has branches');
+    // The whole path is the top level; every other row sits in groups, two levels per group opened.
+    const leafRow = model.byId.get(model.leafRowId!)!;
+    assert.equal(leafRow.depth, 0);
+    assert.equal(leafRow.node.isLeaf, true);
     for (const row of model.rows) {
-      let above = 0;
-      for (let p = row.node.parentId; p !== null; p = byId.get(p)?.parentId ?? null) {
-        if ((byId.get(p)?.children.length ?? 0) > 1) above++;
-      }
-      assert.equal(row.depth, above, `depth of ${row.id}`);
+      assert.equal(row.depth === 0, row.node.onLeafPath || row.parentRowId === undefined, `depth of ${row.id}`);
+      assert.equal(ancestorsOf(model, row.id).length, row.depth, `ancestors of ${row.id}`);
     }
-    const depths = cliDepths(file, tree);
-    for (const row of model.rows) assert.equal(row.depth, depths.get(row.id), `compactd tree depth of ${row.id}`);
-    // The leaf is reachable in the panel: its branch points are its ancestors.
-    const leaf = model.byId.get(info.leafId!)!;
-    assert.equal(leaf.node.isLeaf, true);
-    // Above the leaf: a branch point and one of its groups per level of depth, all expanded.
-    assert.equal(ancestorsOf(model, leaf.id).length, 2 * leaf.depth);
-    assert.ok(ancestorsOf(model, leaf.id).every((r) => containsLeafPath(r)));
   });
 
   it('renders the compaction dry run of the fixture', async () => {
@@ -165,7 +139,7 @@ describe('real daemon: the side panel model', { timeout: 180_000 }, () => {
     const prep = await d.client.prepareCompaction({ sessionId: info.sessionId });
     assert.ok(prep !== null);
     const md = prepareCompactionMarkdown(prep);
-    assert.match(md, /Context would go from \*\*[\d,]+\*\* to about \*\*[\d,]+\*\* tokens/);
+    assert.match(md, /Context now, estimated: about \*\*[\d,]+\*\* tokens; kept after compaction: about \*\*[\d,]+\*\* tokens/);
     assert.match(md, /## Conversation text sent to the summarizer/);
     assert.ok(md.includes((prep.conversationText as string).slice(0, 200)));
     assert.match(md, new RegExp(`First kept entry \\| \`${prep.firstKeptEntryId}\``));
@@ -225,14 +199,20 @@ describe('real daemon: compaction, navigation, labels with the embedded summariz
     assert.equal(leafRow.depth, 0);
     // Labelled by what it is, with the daemon's figures: before as stored, after as estimated.
     assert.equal(leafRow.node.tokensBefore, result.tokensBefore);
-    assert.equal(rowText(leafRow).label, `Compaction · ${formatTokens(result.tokensBefore)} → ${formatTokens(leafRow.node.tokensAfter)} tokens`);
+    // Like with like: the estimate of the context just before against the estimate just after.
+    assert.equal(leafRow.node.contextBasis, 'estimate');
+    assert.equal(leafRow.node.contextBefore, estimate(snap));
+    assert.equal(leafRow.node.contextAfter, estimate(after));
+    assert.equal(leafRow.node.contextShrank, true);
+    assert.equal(rowText(leafRow).label,
+      `● leaf · Compaction · about ${formatTokens(estimate(snap))} → ${formatTokens(estimate(after))} tokens (estimates)`);
     assert.equal(leafRow.node.tokensAfter, estimate(after));
     // contextTokens is usage-based (K-7) and still counts the kept assistant's pre-compaction usage,
     // so compare the plain estimate of what the model would now see.
     assert.ok(estimate(after) < estimate(snap));
     assert.ok(fs.statSync(file).size > sizeBefore);
     const { entry } = await d.client.entry(snap.info.sessionId, result.entryId);
-    assert.ok(summaryEntryMarkdown(entry).includes(result.summary.trim().split('\n')[0]));
+    assert.ok(entryMarkdown(entry).includes(result.summary.trim().split('\n')[0]));
   });
 
   it('navigates with a branch summary: the user message comes back as editor text, the tree branches', async () => {
@@ -254,21 +234,23 @@ describe('real daemon: compaction, navigation, labels with the embedded summariz
     assert.equal(summaryRow.node.kind, 'branchSummary');
     assert.equal(summaryRow.node.isLeaf, true);
     assert.equal(summaryRow.node.parentId, 'm3');
-    // m3 now branches (m4... and the summary): one group per branch below it, nothing else nests.
+    // m3 now branches (m4... and the summary): the path m0..m3 + summary stays one flat list; m3
+    // holds the branch left behind, flat in its group.
     assert.equal(model.byId.get('m3')!.isBranchPoint, true);
-    assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['m0', 'm1', 'm2', 'm3']);
-    const groups = model.childrenOf('m3');
-    assert.deepEqual(groups.map((g) => g.id), ['branch:m4', `branch:${result.summaryEntryId}`]);
-    assert.ok(model.rows.filter((r) => r.depth > 0).every((r) => r.depth === 1 && r.parentRowId?.startsWith('branch:')));
-    const [left, current] = groups.map((g) => (g.type === 'branch' ? branchText(g) : assert.fail()));
-    assert.deepEqual(left, { label: 'Branch 1 of 2 · user: user message number 4 about the build', description: '8 entries' });
-    // The summary of the 8 entries m4..m11 is the new leaf, in the second branch.
-    assert.deepEqual(current, { label: 'Branch 2 of 2 · Branch summary · 8 entries', description: '1 entry · ● current branch' });
-    assert.equal(rowText(summaryRow).label, 'Branch summary · 8 entries');
-    assert.deepEqual(ancestorsOf(model, summaryRow.id).map((e) => e.id), ['m3', `branch:${result.summaryEntryId}`]);
+    assert.deepEqual(model.childrenOf(undefined).map((r) => r.id), ['m0', 'm1', 'm2', 'm3', result.summaryEntryId]);
+    assert.deepEqual(model.childrenOf('m3').map((g) => g.id), ['branch:m4']);
+    assert.ok(model.rows.filter((r) => r.depth > 0).every((r) => r.depth === 2 && r.parentRowId === 'branch:m4'));
+    const left = model.childrenOf('m3')[0];
+    assert.deepEqual(left.type === 'branch' ? branchText(left) : undefined,
+      { label: 'Branch 1 of 2 · 8 entries · user: user message number 4 about the build', description: '' });
+    assert.equal(rowText(model.byId.get('m3')!).label, '⎇ 1 other branch · assistant message number 3 about the build');
+    // One count: the summary of the 8 entries m4..m11 is the new leaf, at the top level.
+    assert.equal(rowText(summaryRow).label, '● leaf · Branch summary · summarizes 8 entries');
+    assert.equal(summaryRow.depth, 0);
+    assert.deepEqual(ancestorsOf(model, summaryRow.id), []);
     const { entry } = await d.client.entry(snap.info.sessionId, result.summaryEntryId);
     assert.equal(entry.fromId, 'm11');
-    assert.match(summaryEntryMarkdown(entry), /^# Branch summary[\s\S]*summarized branch ended at: `m11`/);
+    assert.match(entryMarkdown(entry), /^# Branch summary[\s\S]*Summarized branch ended at: `m11`/);
   });
 
   it('sets and clears a label; the panel shows it after session/didChange', async () => {

@@ -100,8 +100,13 @@ describe('real daemon: the lazily loaded side panel', { timeout: 120_000 }, () =
     assert.equal(model.leafId, fresh.leafId);
     assert.equal(model.entryCount, fresh.entryCount);
     assert.deepEqual(shown(model), shown(fresh));
-    const group = model.elements.get('branch:c0');
-    assert.ok(group?.type === 'branch' && group.entryCount === 10 && group.first.label === 'second try');
+    // c0 is on the path (a top-level row): its label shows on it; the label entries are no rows, and
+    // the leaf mark (the leaf is the last label entry) is on the last message.
+    assert.equal(model.byId.get('c0')?.node.label, 'second try');
+    assert.equal(model.byId.get('a1')?.node.label, 'start');
+    const last = model.childrenOf(undefined).at(-1);
+    assert.ok(last?.type === 'entry' && last.node.preview === 'and another' && last.node.isLeaf && model.leafRowId === last.id);
+    assert.ok(model.rows.every((r) => r.node.kind !== 'label'));
     // A leaf move is not applied in place: the caller fetches the leaf's screen again.
     assert.equal(model.applyChange({ sessionId, kind: 'leafMoved', entryIds: [], leafId: 'b1' }), false);
     await d.client.close(sessionId);

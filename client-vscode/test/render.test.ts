@@ -6,7 +6,7 @@ import {
   prepareCompactionMarkdown,
   statusText,
   statusTooltip,
-  summaryEntryMarkdown,
+  entryMarkdown,
   tokenStatsMarkdown,
   usageLevel,
 } from '../src/core/render';
@@ -91,9 +91,20 @@ describe('render: documents', () => {
       conversationText: '[User]: hi ```code```',
       turnPrefixText: '[User]: prefix',
       estimatedTokensAfter: 12_500,
+      estimatedTokensBefore: 40_000,
+      estimatedTokensSummarized: 27_500,
       somethingNew: 7,
     });
-    assert.match(md, /from \*\*50,000\*\* to about \*\*12,500\*\* tokens \(−75%\)/);
+    // Like with like: estimate now against estimate after; Pi's usage-based figure said apart.
+    assert.match(md, /Context now, estimated: about \*\*40,000\*\* tokens; kept after compaction: about \*\*12,500\*\* tokens \(−69%\) \*\*plus the summary\*\*/);
+    assert.match(md, /replaces about \*\*27,500\*\* tokens of messages/);
+    assert.match(md, /Pi's own figure for the context now \(provider usage plus estimate\): 50,000 tokens/);
+    assert.doesNotMatch(md, /would probably not shrink/);
+    assert.doesNotMatch(md, /Estimated tokens before/);
+    // Too little to summarize: the dry run warns before anything is written.
+    const small = prepareCompactionMarkdown({ tokensBefore: 949, estimatedTokensBefore: 1000, estimatedTokensAfter: 147,
+      estimatedTokensSummarized: 853, messagesToSummarize: [], firstKeptEntryId: 'k' });
+    assert.match(small, /\*\*Warning: this compaction would probably not shrink the context\.\*\* The messages to summarize are about 853 tokens/);
     assert.match(md, /3 \(2 user, 1 assistant\); entries `a` … `c`/);
     assert.match(md, /Split turn \| yes: the turn starting at `t1`/);
     assert.match(md, /## Files read\n\n- `src\/a.ts`/);
@@ -105,8 +116,8 @@ describe('render: documents', () => {
     assert.doesNotMatch(md, /Previous summary/);
   });
 
-  it('a compaction entry opens as its summary with the facts above it', () => {
-    const md = summaryEntryMarkdown({
+  it('a compaction entry opens as its summary with the facts above it, one heading per part', () => {
+    const md = entryMarkdown({
       type: 'compaction',
       id: 'c1',
       parentId: 'p',
@@ -117,18 +128,48 @@ describe('render: documents', () => {
       details: { readFiles: ['a.ts'], modifiedFiles: ['b.ts'] },
     });
     assert.match(md, /^# Compaction summary/);
-    assert.match(md, /- tokens before: `120,000`/);
-    assert.match(md, /- first kept entry: `k9`/);
+    assert.match(md, /- Written: 2025-01-01 00:00:00 UTC/);
+    assert.match(md, /- Tokens before \(recorded\): 120,000/);
+    assert.match(md, /- First kept entry: `k9`/);
     assert.match(md, /---\n\n## Goal\nShip it.\n\n---/);
-    assert.match(md, /## Details/);
-    assert.match(md, /- a.ts/);
+    assert.match(md, /## Files read\n\n- `a.ts`/);
+    assert.match(md, /## Files modified\n\n- `b.ts`/);
+    assert.doesNotMatch(md, /Details/);
+  });
+
+  it('an oh-my-pi compaction shows its recorded figures, method and warning', () => {
+    const md = entryMarkdown({ type: 'compaction', id: 'c', summary: 'Done.', tokensBefore: 4477, tokensAfter: 14722,
+      method: 'handoff', warning: 'Compaction freed too little context', fromExtension: false, firstKeptEntryId: 'k' });
+    assert.match(md, /- Tokens after \(recorded\): 14,722/);
+    assert.match(md, /- Method: handoff/);
+    assert.match(md, /> \*\*Warning recorded:\*\* Compaction freed too little context/);
+    assert.doesNotMatch(md, /Other fields/);
   });
 
   it('a branch summary names the branch it came from', () => {
-    const md = summaryEntryMarkdown({ type: 'branch_summary', id: 'b1', fromId: 'old', summary: 'S', fromHook: true });
+    const md = entryMarkdown({ type: 'branch_summary', id: 'b1', fromId: 'old', summary: 'S', fromHook: true });
     assert.match(md, /^# Branch summary/);
-    assert.match(md, /summarized branch ended at: `old`/);
-    assert.match(md, /written by an extension hook/);
+    assert.match(md, /Summarized branch ended at: `old`/);
+    assert.match(md, /Written by an extension hook/);
+  });
+
+  it('messages read as text: dates as dates, tool calls and results readable, no JSON of the message', () => {
+    const answer = entryMarkdown({ type: 'message', id: 'a1', timestamp: '2026-11-30T10:18:24.772Z', message: {
+      role: 'assistant', provider: 'openai', model: 'gpt-5', stopReason: 'toolUse', timestamp: 1796034171225,
+      usage: { input: 613, output: 20 },
+      content: [{ type: 'thinking', thinking: 'look at app.py' }, { type: 'text', text: 'Reading it.' },
+        { type: 'toolCall', id: 'c1', name: 'read', arguments: { path: 'app.py' } }] } });
+    assert.match(answer, /^# Assistant answer/);
+    assert.match(answer, /- Written: 2026-11-30 10:18:24 UTC/);
+    assert.match(answer, /- Model: openai\/gpt-5/);
+    assert.match(answer, /- Tokens \(usage\): 613 in, 20 out/);
+    assert.match(answer, /> look at app.py\n\nReading it.\n\n\*\*Tool call `read`\*\*\n\n```json\n\{\n  "path": "app.py"\n\}\n```/);
+    assert.doesNotMatch(answer, /1,796,034,171,225|1796034171225|"role"/);
+    const result = entryMarkdown({ type: 'message', id: 't1', timestamp: '2026-11-30T10:18:25.000Z', message: {
+      role: 'toolResult', toolName: 'read', toolCallId: 'c1', isError: false, content: [{ type: 'text', text: 'print(1)' }] } });
+    assert.match(result, /^# Tool result\n\n- Written: .*\n- Entry: `t1`\n- Tool: `read`\n\nprint\(1\)\n$/);
+    const bash = entryMarkdown({ type: 'message', id: 'b', message: { role: 'bashExecution', command: 'ls', output: 'a\nb', exitCode: 0 } });
+    assert.match(bash, /```console\n\$ ls\na\nb\n```/);
   });
 
   it('generic objects: long strings fenced, lists bulleted, pipes escaped', () => {

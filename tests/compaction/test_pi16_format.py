@@ -338,8 +338,9 @@ def test_q16_29_tree_previews() -> None:
     replace = edit(b, target, {"content": "v"})
     sys_id = b.message(system_msg("", sections={"cwd": "/a"}, toolsAdded=[TOOL_READ], toolsRemoved=[{"name": "bash"}]))
     by_id = b.by_id
-    assert entry_preview(by_id[omit]) == f"[context omit: {target}]"
-    assert entry_preview(by_id[replace]) == f"[context replace: {target}]"
+    # Human text, not Pi's "[context omit: <id>]" (issue 27); the tree panel adds the target's text.
+    assert entry_preview(by_id[omit]) == "context edit: omits a message"
+    assert entry_preview(by_id[replace]) == "context edit: replaces a message"
     assert entry_kind(by_id[sys_id]) == "system"
     assert entry_preview(by_id[sys_id]) == "system: sections: cwd; tools +read; tools -bash"
 

@@ -195,6 +195,11 @@ async def test_list_files_in_pi_default_folder(client: TestClient, tmp_path: Pat
     listed = await call(client, "session/listFiles", {"cwd": str(tmp_path)})
     assert listed["dir"] == str(expected_dir)
     assert [(f["sessionId"], f["open"]) for f in listed["files"]] == [(sid, True)]
+    # What a picker shows (issue 27): no name yet, the first request, the entry count.
+    assert [(f["name"], f["firstRequest"], f["entryCount"]) for f in listed["files"]] == [(None, "q", 2)]
+    await call(client, "session/append", {"sessionId": sid, "entries": [{"type": "session_info", "name": "Fix  the\nbuild"}]})
+    renamed = await call(client, "session/listFiles", {"cwd": str(tmp_path)})
+    assert [(f["name"], f["entryCount"]) for f in renamed["files"]] == [("Fix the build", 3)]
     other = tmp_path / "elsewhere"
     other.mkdir()
     write_session(other / "x.jsonl", tmp_path, turns=1, session_id="another")

@@ -249,3 +249,52 @@ def test_warm_screen_and_memos_answer_like_a_fresh_panel_and_follow_a_prune() ->
     rows = [r for lst in page(warmed, session, limit=200)["lists"] for r in lst["rows"]]
     assert next(r for r in rows if r["id"] == target["id"])["preview"] == "pruned away"
     assert page(warmed, session, limit=200) == page(TreePanel(), session, limit=200)
+
+
+def test_compaction_figures_compare_like_with_like() -> None:
+    """A Pi compaction: both figures are chars/4 estimates (the context at its parent, from the
+    whole path, and right after it); an oh-my-pi compaction: its own recorded figures, method and
+    warning, as written."""
+    for seed in range(4):
+        entries = random_entries(500 + seed, 300)
+        by_id = {e["id"]: e for e in entries}
+        for entry in entries:
+            if entry["type"] != "compaction" or entry["parentId"] not in by_id:
+                continue
+            node = delta_nodes([entry], by_id, {}, entry["id"])[0]
+            parent = entry["parentId"]
+            whole = context_from_path(path_to(by_id, parent), parent).messages
+            assert node["contextBasis"] == "estimate"
+            assert node["contextBefore"] == sum(estimate_tokens(m) for m in whole)
+            assert node["contextAfter"] == node["tokensAfter"]
+            assert node["contextShrank"] is (node["contextAfter"] < node["contextBefore"])
+    omp = {"id": "c", "parentId": None, "type": "compaction", "summary": "Done.", "firstKeptEntryId": "c",
+           "tokensBefore": 4477, "tokensAfter": 14722, "method": "handoff", "timestamp": "t",
+           "warning": "Compaction freed too little context to make progress"}
+    node = delta_nodes([omp], {"c": omp}, {}, "c")[0]
+    assert (node["contextBasis"], node["contextBefore"], node["contextAfter"]) == ("recorded", 4477, 14722)
+    assert node["contextShrank"] is False
+    assert node["compactionMethod"] == "handoff" and node["compactionWarning"].startswith("Compaction freed")
+
+
+def test_context_edits_name_their_target_and_mark_it() -> None:
+    """A Pi 1.6 context edit reads as what it takes out (the target's kind and text, not its id);
+    the message it omits carries the mark; a later replacement wins."""
+    entries: list[Entry] = [
+        {"id": "u", "parentId": None, "type": "message", "timestamp": "1",
+         "message": {"role": "user", "content": "run the tests"}},
+        {"id": "a", "parentId": "u", "type": "message", "timestamp": "2",
+         "message": {"role": "assistant", "content": [{"type": "text", "text": "all green"}]}},
+        {"id": "x", "parentId": "a", "type": "context_edit", "timestamp": "3", "targetId": "u", "replacement": None},
+        {"id": "y", "parentId": "x", "type": "context_edit", "timestamp": "4", "targetId": "a",
+         "replacement": None},
+        {"id": "z", "parentId": "y", "type": "context_edit", "timestamp": "5", "targetId": "a",
+         "replacement": {"content": [{"type": "text", "text": "short"}]}},
+    ]
+    session = session_of(entries, "z")
+    rows = {r["id"]: r for r in page(TreePanel(), session, limit=10)["lists"][0]["rows"]}
+    assert rows["x"]["preview"] == "context edit: omits a message: user “run the tests”"
+    assert rows["z"]["preview"] == "context edit: replaces a message: assistant “all green”"
+    assert rows["x"]["kind"] == "contextEdit"
+    assert rows["u"]["contextEdit"] == "omitted" and rows["a"]["contextEdit"] == "replaced"
+    assert all("contextEdit" not in rows[i] for i in "xyz")

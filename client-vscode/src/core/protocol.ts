@@ -14,7 +14,11 @@ export type NodeKind =
   | 'modelChange'
   | 'thinkingLevel'
   | 'sessionInfo'
-  | 'developer';
+  | 'developer'
+  | 'system'
+  | 'contextEdit'
+  | 'usage'
+  | 'resetBoundary';
 
 export interface SessionParams {
   sessionId: string;
@@ -38,6 +42,11 @@ export interface SessionFileInfo {
   size: number;
   /** Held by the daemon. */
   open: boolean;
+  /** The session's name (Pi's session_info, oh-my-pi's title), or null. */
+  name?: string | null;
+  /** The first user request, one line, or null. */
+  firstRequest?: string | null;
+  entryCount?: number | null;
 }
 
 export interface ListFilesResult {
@@ -79,8 +88,18 @@ export interface TreeNode {
   /** Compaction nodes: tokens before (as stored) and the estimate of the context right after. */
   tokensBefore?: number | null;
   tokensAfter?: number;
-  /** Branch-summary nodes: how many entries the summarized branch had. */
-  summarizedEntries?: number;
+  /** Compaction nodes: two figures of one kind to compare (the writer's own, or chars/4 estimates). */
+  contextBasis?: 'recorded' | 'estimate';
+  contextBefore?: number;
+  contextAfter?: number;
+  contextShrank?: boolean;
+  /** oh-my-pi compactions: the method and warning as recorded. */
+  compactionMethod?: string;
+  compactionWarning?: string;
+  /** Branch-summary nodes: how many entries the summarized branch had (null: not in this file). */
+  summarizedEntries?: number | null;
+  /** A message a Pi 1.6 context edit takes out of the context or rewrites. */
+  contextEdit?: 'omitted' | 'replaced';
 }
 
 export interface TreeResult {

@@ -145,7 +145,13 @@ export function tokenStatsMarkdown(stats: TokenStats, title = 'Token statistics'
   return head.join('\n') + '\n' + objectToMarkdown(stats, 2, exact !== undefined ? ['exact', 'encoding'] : []);
 }
 
+/** Below this many tokens of messages to summarize, a summary (Pi's structured format: goal,
+ * progress, decisions, next steps, files) is usually no shorter than what it replaces. */
+export const TYPICAL_SUMMARY_TOKENS = 1000;
+
 const PREPARE_KEYS = [
+  'estimatedTokensBefore',
+  'estimatedTokensSummarized',
   'tokensBefore',
   'estimatedTokensAfter',
   'firstKeptEntryId',
@@ -191,11 +197,24 @@ export function prepareCompactionMarkdown(result: Record<string, unknown> | null
     );
     return out.join('\n');
   }
-  const before = result.tokensBefore;
   const after = result.estimatedTokensAfter;
-  if (typeof before === 'number' && typeof after === 'number') {
-    const saved = before > 0 ? Math.round((100 * (before - after)) / before) : 0;
-    out.push(`Context would go from **${fmtInt(before)}** to about **${fmtInt(after)}** tokens (−${saved}%), before the summary itself is added.`, '');
+  const estBefore = result.estimatedTokensBefore;
+  const summarized = result.estimatedTokensSummarized;
+  if (typeof estBefore === 'number' && typeof after === 'number') {
+    // Like with like: both figures are characters ÷ 4 estimates (Pi's tokensBefore is the provider's usage).
+    const saved = estBefore > 0 ? Math.round((100 * (estBefore - after)) / estBefore) : 0;
+    out.push(`Context now, estimated: about **${fmtInt(estBefore)}** tokens; kept after compaction: about **${fmtInt(after)}** ` +
+      `tokens (−${saved}%) **plus the summary** the model writes. Both are characters ÷ 4 estimates.`, '');
+    if (typeof summarized === 'number') {
+      out.push(`The summary replaces about **${fmtInt(summarized)}** tokens of messages; the context shrinks only if the summary is shorter than that.`, '');
+      if (summarized < TYPICAL_SUMMARY_TOKENS) {
+        out.push(`> **Warning: this compaction would probably not shrink the context.** The messages to summarize are about ${fmtInt(summarized)} ` +
+          `tokens, less than a structured summary usually takes (about ${fmtInt(TYPICAL_SUMMARY_TOKENS)}).`, '');
+      }
+    }
+    if (typeof result.tokensBefore === 'number') out.push(`Pi's own figure for the context now (provider usage plus estimate): ${fmtInt(result.tokensBefore)} tokens.`, '');
+  } else if (typeof result.tokensBefore === 'number' && typeof after === 'number') {
+    out.push(`Context now: **${fmtInt(result.tokensBefore)}** tokens (Pi's figure); kept after compaction: about **${fmtInt(after)}** tokens (estimate), before the summary itself is added.`, '');
   }
   out.push('| | |', '|---|---|');
   out.push(`| Messages to summarize | ${cell(messageCounts(result.messagesToSummarize))} |`);
@@ -227,22 +246,96 @@ function text(v: unknown): string {
   return typeof v === 'string' ? v : '';
 }
 
-/** A compaction or branch-summary entry as a document: the summary, then its facts. */
-export function summaryEntryMarkdown(entry: Record<string, unknown>): string {
+/** A timestamp (ISO text or epoch milliseconds) as a readable UTC date, e.g. "2026-11-30 10:18:24 UTC". */
+export function formatDate(v: unknown): string | undefined {
+  const d = typeof v === 'number' ? new Date(v) : typeof v === 'string' ? new Date(/^\d+$/.test(v) ? Number(v) : v) : undefined;
+  if (d === undefined || Number.isNaN(d.getTime())) return undefined;
+  return `${d.toISOString().slice(0, 19).replace('T', ' ')} UTC`;
+}
+
+const ROLE_TITLES: Record<string, string> = {
+  user: 'User message',
+  assistant: 'Assistant answer',
+  toolResult: 'Tool result',
+  bashExecution: 'Shell command',
+  custom: 'Extension message',
+  developer: 'Developer message',
+  system: 'System prompt state',
+};
+
+const TYPE_TITLES: Record<string, string> = {
+  compaction: 'Compaction summary',
+  branch_summary: 'Branch summary',
+  custom_message: 'Extension message',
+  custom: 'Extension data',
+  label: 'Label',
+  model_change: 'Model change',
+  thinking_level_change: 'Thinking level change',
+  session_info: 'Session name',
+  context_edit: 'Context edit',
+  usage: 'Usage record',
+  model_usage: 'Model usage record',
+  title_change: 'Title change',
+};
+
+/** Content blocks (or a string) as Markdown: text as it is, thinking quoted, tool calls with their
+ * arguments, images named. */
+function contentMarkdown(content: unknown): string[] {
+  if (typeof content === 'string') return [content.trimEnd(), ''];
+  if (!Array.isArray(content)) return [];
+  const out: string[] = [];
+  for (const block of content) {
+    if (typeof block !== 'object' || block === null) continue;
+    const b = block as Record<string, unknown>;
+    if (b.type === 'text') out.push(text(b.text).trimEnd(), '');
+    else if (b.type === 'thinking') {
+      const t = text(b.thinking).trim();
+      out.push(t !== '' ? t.split('\n').map((l) => `> ${l}`).join('\n') : '> _(thinking, text not kept)_', '');
+    } else if (b.type === 'toolCall') {
+      out.push(`**Tool call \`${plain(b.name)}\`**`, '', fence(JSON.stringify(b.arguments ?? {}, null, 2), 'json'), '');
+    } else if (b.type === 'image') out.push(`_(image, ${plain(b.mimeType)})_`, '');
+    else out.push(fence(JSON.stringify(b, null, 2), 'json'), '');
+  }
+  return out;
+}
+
+const SHOWN_ENTRY_KEYS = ['id', 'parentId', 'type', 'timestamp', 'summary', 'tokensBefore', 'tokensAfter', 'firstKeptEntryId', 'fromId', 'fromHook', 'fromExtension', 'message', 'method', 'warning', 'content'];
+const SHOWN_MESSAGE_KEYS = ['role', 'content', 'timestamp', 'toolName', 'toolCallId', 'isError', 'command', 'output', 'exitCode', 'usage', 'model', 'provider', 'stopReason', 'errorMessage', 'api'];
+
+/** Any entry as a document for people: what it is and when (as a date), its text, tool calls and
+ * results readable, the remaining fields as one table of details. */
+export function entryMarkdown(entry: Record<string, unknown>): string {
   const type = text(entry.type);
-  const title = type === 'compaction' ? 'Compaction summary' : type === 'branch_summary' ? 'Branch summary' : `Entry ${text(entry.id)}`;
+  const message = typeof entry.message === 'object' && entry.message !== null ? (entry.message as Record<string, unknown>) : undefined;
+  const role = message !== undefined ? text(message.role) : '';
+  const title = message !== undefined ? ROLE_TITLES[role] ?? `${role || 'Unknown'} message` : TYPE_TITLES[type] ?? `${type || 'Unknown'} entry`;
   const out = [`# ${title}`, ''];
   const facts: string[] = [];
   const fact = (name: string, v: unknown): void => {
-    if (v !== undefined && v !== null && v !== '') facts.push(`- ${name}: \`${typeof v === 'number' ? fmtInt(v) : plain(v)}\``);
+    if (v !== undefined && v !== null && v !== '') facts.push(`- ${name}: ${typeof v === 'number' ? fmtInt(v) : plain(v)}`);
   };
-  fact('entry', entry.id);
-  fact('time', entry.timestamp);
-  fact('tokens before', entry.tokensBefore);
-  fact('first kept entry', entry.firstKeptEntryId);
-  fact('summarized branch ended at', entry.fromId);
-  if (entry.fromHook === true || entry.fromExtension === true) facts.push('- written by an extension hook');
+  fact('Written', formatDate(entry.timestamp) ?? entry.timestamp);
+  fact('Entry', entry.id === undefined ? undefined : `\`${plain(entry.id)}\``);
+  if (message !== undefined) {
+    if (role === 'toolResult') fact('Tool', message.toolName === undefined ? undefined : `\`${plain(message.toolName)}\`${message.isError === true ? ' (failed)' : ''}`);
+    if (role === 'assistant') {
+      fact('Model', [message.provider, message.model].filter((x) => typeof x === 'string').join('/'));
+      fact('Stopped', message.stopReason);
+      fact('Error', message.errorMessage);
+      const usage = message.usage as Record<string, unknown> | undefined;
+      if (usage !== undefined && typeof usage === 'object') fact('Tokens (usage)', `${fmtInt(usage.input)} in, ${fmtInt(usage.output)} out`);
+    }
+  }
+  if (type === 'compaction') {
+    fact('Tokens before (recorded)', entry.tokensBefore);
+    fact('Tokens after (recorded)', entry.tokensAfter);
+    fact('Method', entry.method);
+    fact('First kept entry', entry.firstKeptEntryId === undefined ? undefined : `\`${plain(entry.firstKeptEntryId)}\``);
+  }
+  if (type === 'branch_summary') fact('Summarized branch ended at', entry.fromId === undefined ? undefined : `\`${plain(entry.fromId)}\``);
+  if (entry.fromHook === true || entry.fromExtension === true) facts.push('- Written by an extension hook');
   if (facts.length > 0) out.push(...facts, '');
+  if (typeof entry.warning === 'string' && entry.warning !== '') out.push(`> **Warning recorded:** ${entry.warning}`, '');
   const summary = text(entry.summary);
   if (summary !== '') {
     // The summary is markdown written for a model; show it as it is.
@@ -250,12 +343,30 @@ export function summaryEntryMarkdown(entry: Record<string, unknown>): string {
   } else if (type === 'compaction' || type === 'branch_summary') {
     out.push('_(empty summary)_', '');
   }
-  const rest: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(entry)) {
-    if (!['id', 'parentId', 'type', 'timestamp', 'summary', 'tokensBefore', 'firstKeptEntryId', 'fromId', 'fromHook', 'fromExtension'].includes(k)) {
-      rest[k] = v;
+  if (message !== undefined) {
+    if (role === 'bashExecution') {
+      out.push(fence(`$ ${text(message.command)}\n${text(message.output)}`, 'console'), '');
+      if (typeof message.exitCode === 'number') out.push(`Exit code ${message.exitCode}.`, '');
+    } else {
+      out.push(...contentMarkdown(message.content));
     }
+  } else if (entry.content !== undefined) {
+    out.push(...contentMarkdown(entry.content));
   }
-  if (Object.keys(rest).length > 0) out.push('## Details', '', objectToMarkdown(rest, 3));
+  const rest: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(entry)) if (!SHOWN_ENTRY_KEYS.includes(k)) rest[k] = v;
+  if (message !== undefined) for (const [k, v] of Object.entries(message)) if (!SHOWN_MESSAGE_KEYS.includes(k)) rest[k] = v;
+  // Pi's `details` of summaries: the file lists, each under its own heading.
+  const details = typeof rest.details === 'object' && rest.details !== null ? { ...(rest.details as Record<string, unknown>) } : undefined;
+  if (details !== undefined) {
+    for (const [key, heading] of [['readFiles', 'Files read'], ['modifiedFiles', 'Files modified']] as const) {
+      if (!Array.isArray(details[key])) continue;
+      out.push(`## ${heading}`, '', ...fileList(details[key]), '');
+      delete details[key];
+    }
+    if (Object.keys(details).length > 0) rest.details = details;
+    else delete rest.details;
+  }
+  if (Object.keys(rest).length > 0) out.push('## Other fields', '', objectToMarkdown(rest, 3));
   return out.join('\n').trimEnd() + '\n';
 }

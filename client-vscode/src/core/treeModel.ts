@@ -1,29 +1,38 @@
-// The session tree as the side panel shows it, computed from a `session/tree` result.
+// The session tree as the side panel shows it (issue 27): indentation that does not grow with the
+// number of branch points, so the leaf of a session navigated hundreds of times is readable at the
+// default side-bar width.
 //
-// Like Pi's tree view, a run of entries that each have exactly one child is a flat list. A
-// branch point (a node with two or more children) lists one collapsible *branch group* per
-// child, labelled with which branch it is and what it starts with; a group lists its branch's
-// run of entries, flat again, until the next branch point. So two branches never share a list
-// and depth grows only below branch points:
+// The daemon splits the tree into *lists*: a run of entries that each have one child, ending at a
+// branch point (the top level starts at the roots, every other list at a child of a branch point).
+// The panel shows the path to the leaf as ONE flat top-level list: the lists on the path, each up to
+// its branch point, then the leaf's list. A branch point on the path is collapsed and holds the
+// *other* branches, one group each; a group lists its branch flat, and a branch point at its end
+// holds that point's branches the same way. So depth grows only as the user opens alternatives, and
+// nothing on the path is ever an ancestor VS Code could pin as a sticky header.
 //
-//   r, a, b            (top level; b is a branch point)
-//     Branch 1 of 2    (group) -> c, d
-//     Branch 2 of 2    (group) -> e, f, ...
-import type { NodeKind, TreeNode, TreeResult } from './protocol';
+//   r, a, b, e, f, i   (the path to the leaf i; b and f are branch points)
+//     b > Branch 1 of 2 (group) -> c, d
+//     f > Branch 1 of 2 (group) -> g
+//
+// Label entries are not rows: the label shows on the entry it names (as Pi's tree shows it), and a
+// label entry that is the leaf passes the leaf mark to the row before it.
+import type { NodeKind, TreeNode, TreeResult, TreeRowNode } from './protocol';
 import { formatTokens } from './render';
 
 export interface Row {
   readonly type: 'entry';
   readonly id: string;
   readonly node: TreeNode;
-  /** 0 for the top-level list; +1 below each branch point. */
+  /** 0 on the path to the leaf; +2 in each alternative branch opened. */
   readonly depth: number;
   /** The branch group this row is listed in (undefined at the top level). */
   readonly parentRowId: string | undefined;
-  /** Set on the first row of each branch below a branch point. */
+  /** Set on the first row of each branch group. */
   readonly branch: { readonly index: number; readonly count: number } | undefined;
-  /** True when the node has two or more children: its branch groups are listed under it. */
+  /** True when branch groups are listed under this row (the other branches, on the path). */
   readonly isBranchPoint: boolean;
+  /** How many branches the row's groups hold (the path's own branch not counted). */
+  readonly otherBranches: number;
 }
 
 /** One branch of a branch point: a collapsible element listing that branch's entries. */
@@ -39,7 +48,7 @@ export interface BranchGroup {
   readonly first: TreeNode;
   /** Entries in the branch, its own sub-branches included. */
   readonly entryCount: number;
-  /** The current leaf is in this branch. */
+  /** The current leaf is in this branch (never, in the path-flat layout: kept for menus). */
   readonly containsLeaf: boolean;
   readonly depth: number;
 }
@@ -63,9 +72,11 @@ export type TreeElement = Row | BranchGroup | MoreRows;
 
 export interface TreeModel {
   readonly leafId: string | null;
+  /** The row that shows the leaf mark: the leaf, or the row before it when the leaf is a label. */
+  readonly leafRowId: string | null;
   /** Entries in the session (the lazy model loads only some of them). */
   readonly entryCount?: number;
-  /** Entry rows in display order (depth first, as Pi lists them). */
+  /** Entry rows in display order. */
   readonly rows: readonly Row[];
   readonly byId: ReadonlyMap<string, Row>;
   /** Entry rows and branch groups by id. */
@@ -77,102 +88,222 @@ export interface TreeModel {
 
 export const branchGroupId = (firstEntryId: string): string => `branch:${firstEntryId}`;
 
+/** One list as loaded: all of it (the whole tree) or the pages fetched so far. */
+export interface ListState {
+  rows: TreeRowNode[];
+  hasMoreBefore: boolean;
+  hasMoreAfter: boolean;
+}
+
+/** The top level's key among the lists (a branch's key is its first entry id). */
+export const TOP = '';
+export const keyOf = (branch: string | null): string => branch ?? TOP;
+const branchOf = (key: string): string | null => (key === TOP ? null : key);
+
+export interface Layout {
+  rows: Row[];
+  byId: Map<string, Row>;
+  elements: Map<string, TreeElement>;
+  kids: Map<string | undefined, TreeElement[]>;
+  leafRowId: string | null;
+  /** The list each row came from (its key). */
+  listOf: Map<string, string>;
+}
+
+/** The elements of the panel from the loaded lists and the keys of the lists on the path to the
+ * leaf (top level first). Shared by the whole-tree model and the lazy one, so both show the same. */
+export function layoutLists(lists: ReadonlyMap<string, ListState>, pathKeys: readonly string[], leafId: string | null): Layout {
+  const out: Layout = { rows: [], byId: new Map(), elements: new Map(), kids: new Map(), leafRowId: null, listOf: new Map() };
+  const put = (row: Row): void => {
+    out.byId.set(row.id, row);
+    out.elements.set(row.id, row);
+  };
+  const more = (key: string, direction: 'before' | 'after', cursor: string, parentRowId: string | undefined, depth: number): MoreRows => {
+    const el: MoreRows = { type: 'more', id: `more:${direction}:${key}`, list: branchOf(key), direction, cursor, parentRowId, depth };
+    out.elements.set(el.id, el);
+    return el;
+  };
+
+  // One entry into `into`; `pathChild` is the next path list's key when the row is a branch point
+  // on the path (its groups then leave that branch out: it continues below, flat).
+  const emit = (node: TreeRowNode, into: TreeElement[], key: string, parentRowId: string | undefined, depth: number,
+    info: Row['branch'], pathChild: string | undefined): void => {
+    const all = node.children.length > 1 ? node.branches ?? [] : [];
+    if (node.kind === 'label' && all.length === 0) {
+      // Not a row; a label leaf marks the row before it.
+      if (node.id === leafId) {
+        for (let i = into.length - 1; i >= 0; i--) {
+          const prev = into[i];
+          if (prev.type !== 'entry') continue;
+          const marked: Row = { ...prev, node: { ...prev.node, isLeaf: true } };
+          into[i] = marked;
+          out.rows[out.rows.indexOf(prev)] = marked;
+          put(marked);
+          out.leafRowId = marked.id;
+          break;
+        }
+      }
+      return;
+    }
+    const groups: BranchGroup[] = [];
+    all.forEach((b, index) => {
+      if (b.first.id === pathChild) return;
+      const loaded = lists.get(b.first.id)?.rows[0];
+      const first = loaded !== undefined && loaded.id === b.first.id ? plainNode(loaded) : b.first;
+      const group: BranchGroup = {
+        type: 'branch', id: branchGroupId(b.first.id), parentRowId: node.id, index, count: all.length, first,
+        entryCount: b.entryCount, containsLeaf: first.onLeafPath, depth: depth + 1,
+      };
+      groups.push(group);
+      out.elements.set(group.id, group);
+    });
+    const row: Row = {
+      type: 'entry', id: node.id, node: plainNode(node), depth, parentRowId, branch: info,
+      isBranchPoint: groups.length > 0, otherBranches: groups.length,
+    };
+    into.push(row);
+    out.rows.push(row);
+    put(row);
+    out.listOf.set(row.id, key);
+    if (node.id === leafId) out.leafRowId = row.id;
+    if (groups.length > 0) {
+      out.kids.set(row.id, groups);
+      for (const g of groups) branchList(g.first.id, g.id, depth + 2, { index: g.index, count: g.count });
+    }
+  };
+
+  // An alternative branch: its list flat inside its group.
+  const branchList = (key: string, groupId: string, depth: number, info: Row['branch']): void => {
+    const into: TreeElement[] = [];
+    out.kids.set(groupId, into);
+    const state = lists.get(key);
+    if (state === undefined || state.rows.length === 0) return;
+    if (state.hasMoreBefore) into.push(more(key, 'before', state.rows[0].id, groupId, depth));
+    state.rows.forEach((node, i) => emit(node, into, key, groupId, depth, i === 0 && !state.hasMoreBefore ? info : undefined, undefined));
+    if (state.hasMoreAfter) into.push(more(key, 'after', state.rows.at(-1)!.id, groupId, depth));
+  };
+
+  const top: TreeElement[] = [];
+  out.kids.set(undefined, top);
+  // Rows after the path's branch point in an upper list (only the top level has them: runs of
+  // other roots, orphans of a broken file) come after the path, not inside it.
+  const trailing: TreeElement[] = [];
+  const keys = pathKeys.length > 0 ? pathKeys : [TOP];
+  keys.forEach((key, i) => {
+    const state = lists.get(key);
+    if (state === undefined || state.rows.length === 0) return;
+    const next = keys[i + 1];
+    if (state.hasMoreBefore) top.push(more(key, 'before', state.rows[0].id, undefined, 0));
+    let through = false;
+    for (const node of state.rows) {
+      if (through) {
+        emit(node, trailing, key, undefined, 0, undefined, undefined);
+        continue;
+      }
+      const onward = next !== undefined && node.children.includes(next);
+      emit(node, top, key, undefined, 0, undefined, onward ? next : undefined);
+      through = onward;
+    }
+    if (state.hasMoreAfter) (next === undefined ? top : trailing).push(more(key, 'after', state.rows.at(-1)!.id, undefined, 0));
+  });
+  top.push(...trailing);
+  return out;
+}
+
+/** A row's node without its branches (they become group elements). */
+export function plainNode(node: TreeRowNode): TreeNode {
+  if (node.branches === undefined) return node;
+  const rest: TreeRowNode = { ...node };
+  delete rest.branches;
+  return rest;
+}
+
+/** The panel's model from the whole tree (`session/tree` without `limit`): the daemon's lists
+ * computed here, laid out like the lazy model's pages. */
 export function buildTreeModel(tree: TreeResult): TreeModel {
   const nodes = new Map<string, TreeNode>();
   for (const n of tree.nodes) nodes.set(n.id, n);
   const childIds = new Set<string>();
   for (const n of tree.nodes) for (const c of n.children) childIds.add(c);
-  // Roots: nodes nobody lists as a child (normally the one entry with parentId null; orphans
-  // whose parent is missing from the file also start a top-level run, as in Pi).
   const roots = tree.nodes.filter((n) => !childIds.has(n.id)).map((n) => n.id);
-
-  const rows: Row[] = [];
-  const byId = new Map<string, Row>();
-  const groups = new Map<string | undefined, TreeElement[]>();
-  groups.set(undefined, []);
-  // The children each visited node really has in the view (dangling ids and cycles removed).
+  // Depth-first order with dangling ids and cycles removed (explicit stack: sessions can be 100k deep).
   const kids = new Map<string, string[]>();
-
-  type Frame = { id: string; depth: number; parentRowId: string | undefined; branch: Row['branch'] };
-  // Explicit stack: sessions can be 100k entries deep, far beyond the JS call stack.
-  const stack: Frame[] = [];
-  for (let i = roots.length - 1; i >= 0; i--) stack.push({ id: roots[i], depth: 0, parentRowId: undefined, branch: undefined });
+  const order: string[] = [];
   const seen = new Set<string>();
-  let nextUnseen = 0;
-  for (;;) {
-    if (stack.length === 0) {
-      // Nodes unreachable from a root (only possible in a broken file: a parent cycle) still
-      // get a top-level run, so nothing in the file is hidden.
-      while (nextUnseen < tree.nodes.length && seen.has(tree.nodes[nextUnseen].id)) nextUnseen++;
-      if (nextUnseen >= tree.nodes.length) break;
-      stack.push({ id: tree.nodes[nextUnseen].id, depth: 0, parentRowId: undefined, branch: undefined });
+  const claimed = new Set<string>();
+  const starts: string[] = [];
+  const walk = (start: string): void => {
+    const stack = [start];
+    while (stack.length > 0) {
+      const id = stack.pop()!;
+      if (seen.has(id) || !nodes.has(id)) continue;
+      seen.add(id);
+      order.push(id);
+      // A child listed by two parents (a broken file) belongs to the first one only.
+      const children = nodes.get(id)!.children.filter((c) => nodes.has(c) && !seen.has(c) && !claimed.has(c));
+      for (const c of children) claimed.add(c);
+      kids.set(id, children);
+      for (let i = children.length - 1; i >= 0; i--) stack.push(children[i]);
     }
-    const frame = stack.pop()!;
-    const node = nodes.get(frame.id);
-    if (node === undefined || seen.has(frame.id)) continue; // dangling child id or a cycle
-    seen.add(frame.id);
-    const children = node.children.filter((c) => nodes.has(c) && !seen.has(c));
-    kids.set(node.id, children);
-    const row: Row = {
-      type: 'entry',
-      id: node.id,
-      node,
-      depth: frame.depth,
-      parentRowId: frame.parentRowId,
-      branch: frame.branch,
-      isBranchPoint: children.length > 1,
-    };
-    rows.push(row);
-    byId.set(row.id, row);
-    groups.get(frame.parentRowId)!.push(row);
-    if (children.length === 1) {
-      // A single child continues the same list.
-      stack.push({ id: children[0], depth: frame.depth, parentRowId: frame.parentRowId, branch: undefined });
-    } else if (children.length > 1) {
-      groups.set(row.id, []);
-      for (let index = children.length - 1; index >= 0; index--) {
-        const gid = branchGroupId(children[index]);
-        groups.set(gid, []);
-        stack.push({ id: children[index], depth: frame.depth + 1, parentRowId: gid, branch: { index, count: children.length } });
+  };
+  for (const r of roots) {
+    starts.push(r);
+    walk(r);
+  }
+  for (const n of tree.nodes) {
+    if (!seen.has(n.id)) {
+      starts.push(n.id);
+      walk(n.id);
+    }
+  }
+  const size = new Map<string, number>();
+  for (let i = order.length - 1; i >= 0; i--) {
+    let total = 1;
+    for (const c of kids.get(order[i]) ?? []) total += size.get(c) ?? 0;
+    size.set(order[i], total);
+  }
+  const rowNode = (id: string): TreeRowNode => {
+    const node = nodes.get(id)!;
+    const children = kids.get(id) ?? [];
+    const base = { ...node, children };
+    return children.length > 1 ? { ...base, branches: children.map((c) => ({ first: nodes.get(c)!, entryCount: size.get(c) ?? 1 })) } : base;
+  };
+  const lists = new Map<string, ListState>();
+  const keyOfNode = new Map<string, string>();
+  const run = (start: string, key: string, rows: TreeRowNode[]): void => {
+    for (let id: string | undefined = start; id !== undefined; ) {
+      rows.push(rowNode(id));
+      keyOfNode.set(id, key);
+      const children: string[] = kids.get(id) ?? [];
+      if (children.length === 1) id = children[0];
+      else {
+        for (const c of children) {
+          const list: TreeRowNode[] = [];
+          lists.set(c, { rows: list, hasMoreBefore: false, hasMoreAfter: false });
+          run(c, c, list);
+        }
+        id = undefined;
       }
     }
+  };
+  const topRows: TreeRowNode[] = [];
+  lists.set(TOP, { rows: topRows, hasMoreBefore: false, hasMoreAfter: false });
+  for (const s of starts) run(s, TOP, topRows);
+  const pathKeys: string[] = [];
+  const guard = new Set<string>();
+  for (let id: string | null | undefined = tree.leafId; id != null && nodes.has(id) && !guard.has(id); id = nodes.get(id)!.parentId) {
+    guard.add(id);
+    const key = keyOfNode.get(id);
+    if (key !== undefined && pathKeys[0] !== key) pathKeys.unshift(key);
   }
-
-  // Subtree sizes, children before parents (reverse depth-first order), for the groups' counts.
-  const size = new Map<string, number>();
-  for (let i = rows.length - 1; i >= 0; i--) {
-    let total = 1;
-    for (const c of kids.get(rows[i].id) ?? []) total += size.get(c) ?? 0;
-    size.set(rows[i].id, total);
-  }
-  const elements = new Map<string, TreeElement>(byId);
-  for (const row of rows) {
-    if (!row.isBranchPoint) continue;
-    const children = kids.get(row.id)!;
-    const list = groups.get(row.id)!;
-    children.forEach((childId, index) => {
-      const first = byId.get(childId)!;
-      const group: BranchGroup = {
-        type: 'branch',
-        id: branchGroupId(childId),
-        parentRowId: row.id,
-        index,
-        count: children.length,
-        first: first.node,
-        entryCount: size.get(childId) ?? 1,
-        containsLeaf: first.node.onLeafPath,
-        depth: row.depth + 1,
-      };
-      list.push(group);
-      elements.set(group.id, group);
-    });
-  }
+  const layout = layoutLists(lists, pathKeys, tree.leafId);
   return {
     leafId: tree.leafId,
-    rows,
-    byId,
-    elements,
-    childrenOf: (id) => groups.get(id) ?? [],
+    leafRowId: layout.leafRowId,
+    rows: layout.rows,
+    byId: layout.byId,
+    elements: layout.elements,
+    childrenOf: (id) => layout.kids.get(id) ?? [],
   };
 }
 
@@ -189,10 +320,11 @@ export function ancestorsOf(model: TreeModel, id: string): TreeElement[] {
   return out.reverse();
 }
 
-/** Does the leaf live below this element? Such branch points and groups start expanded. */
+/** Does the leaf live below this element? Never in the path-flat layout (the leaf is a top-level
+ * row); every group and branch point starts collapsed. */
 export function containsLeafPath(el: TreeElement): boolean {
   if (el.type === 'more') return false;
-  return el.type === 'branch' ? el.containsLeaf : el.isBranchPoint && el.node.onLeafPath;
+  return el.type === 'branch' ? el.containsLeaf : false;
 }
 
 export function moreText(el: MoreRows): RowText {
@@ -200,7 +332,7 @@ export function moreText(el: MoreRows): RowText {
 }
 
 export interface KindInfo {
-  /** Short word shown before the preview. */
+  /** Short word shown beside the preview. */
   readonly title: string;
   /** A codicon name (rendered by the VS Code glue as a ThemeIcon). */
   readonly icon: string;
@@ -214,12 +346,16 @@ const KINDS: Record<NodeKind, KindInfo> = {
   compaction: { title: 'compaction', icon: 'fold' },
   branchSummary: { title: 'branch summary', icon: 'git-merge' },
   customMessage: { title: 'custom message', icon: 'extensions' },
-  custom: { title: 'custom', icon: 'symbol-misc' },
+  custom: { title: 'extension data', icon: 'symbol-misc' },
   label: { title: 'label', icon: 'tag' },
   modelChange: { title: 'model', icon: 'server-environment' },
   thinkingLevel: { title: 'thinking', icon: 'lightbulb' },
   sessionInfo: { title: 'session', icon: 'info' },
   developer: { title: 'developer', icon: 'gear' },
+  system: { title: 'system prompt', icon: 'settings' },
+  contextEdit: { title: 'context edit', icon: 'edit' },
+  usage: { title: 'usage', icon: 'pulse' },
+  resetBoundary: { title: 'context cleared', icon: 'clear-all' },
 };
 
 export function kindInfo(kind: string): KindInfo {
@@ -250,47 +386,69 @@ export interface RowText {
   readonly description: string;
 }
 
-/** "Compaction · 181k → 22.7k tokens", "Branch summary · 12 entries": what the node *is*; its
- * text is one click away (the summary document). Other kinds show their one-line preview. */
+const plural = (n: number, one: string, many: string): string => `${n.toLocaleString('en-US')} ${n === 1 ? one : many}`;
+
+/** What a compaction's figures say, of one kind: "about 4.5k → 1.2k tokens (estimates)" or, as
+ * oh-my-pi recorded them, "4.5k → 16.6k tokens (recorded)". Undefined without figures. */
+export function compactionFigures(n: TreeNode): string | undefined {
+  const before = n.contextBefore;
+  const after = n.contextAfter;
+  if (typeof before === 'number' && typeof after === 'number') {
+    return n.contextBasis === 'recorded'
+      ? `${formatTokens(before)} → ${formatTokens(after)} tokens (recorded)`
+      : `about ${formatTokens(before)} → ${formatTokens(after)} tokens (estimates)`;
+  }
+  if (typeof n.tokensBefore === 'number') return `${formatTokens(n.tokensBefore)} tokens before`;
+  return undefined;
+}
+
+/** "Compaction · about 181k → 22.7k tokens (estimates)", "Branch summary · summarizes 12 entries":
+ * what the node *is*; its text is one click away (the summary document). Undefined for other kinds. */
 export function summaryNodeTitle(n: TreeNode): string | undefined {
   if (n.kind === 'compaction') {
-    const before = typeof n.tokensBefore === 'number' ? formatTokens(n.tokensBefore) : undefined;
-    const after = typeof n.tokensAfter === 'number' ? formatTokens(n.tokensAfter) : undefined;
-    if (before !== undefined && after !== undefined) return `Compaction · ${before} → ${after} tokens`;
-    if (before !== undefined) return `Compaction · ${before} tokens before`;
-    return 'Compaction';
+    const method = typeof n.compactionMethod === 'string' ? ` (${n.compactionMethod})` : '';
+    const figures = compactionFigures(n);
+    const warn = n.contextShrank === false || typeof n.compactionWarning === 'string' ? ' · ⚠ did not shrink' : '';
+    return `Compaction${method}${figures !== undefined ? ` · ${figures}` : ''}${warn}`;
   }
   if (n.kind === 'branchSummary') {
     const count = n.summarizedEntries;
-    return typeof count === 'number' ? `Branch summary · ${count} ${count === 1 ? 'entry' : 'entries'}` : 'Branch summary';
+    if (typeof count === 'number') return `Branch summary · summarizes ${plural(count, 'entry', 'entries')}`;
+    return count === null ? 'Branch summary · of a branch not in this file' : 'Branch summary';
   }
   return undefined;
 }
 
-/** What an entry row displays: the preview (or what a summary node is) as the label; kind, entry
- * label and leaf mark beside it. */
+/** Short marks put FIRST on a row, so they survive a narrow side bar: the leaf, the other branches
+ * a branch point on the path holds, a Pi 1.6 context edit on its target, the entry's label. */
+export function rowMarks(row: Row): string[] {
+  const n = row.node;
+  const marks: string[] = [];
+  if (n.isLeaf) marks.push('● leaf');
+  if (row.isBranchPoint) marks.push(row.depth === 0 ? `⎇ ${plural(row.otherBranches, 'other branch', 'other branches')}` : `⎇ ${row.otherBranches} branches`);
+  if (n.contextEdit === 'omitted') marks.push('⊘ omitted from context');
+  else if (n.contextEdit === 'replaced') marks.push('✎ replaced in context');
+  if (n.label) marks.push(`[${n.label}]`);
+  return marks;
+}
+
+/** What an entry row displays: marks first, then what the entry is or says; the kind beside it. */
 export function rowText(row: Row): RowText {
   const n = row.node;
   const info = kindInfo(n.kind);
-  const parts: string[] = [];
-  if (n.isLeaf) parts.push('● leaf');
-  if (n.label) parts.push(`[${n.label}]`);
+  const marks = rowMarks(row);
   const title = summaryNodeTitle(n);
-  if (title !== undefined) {
-    return { label: title, description: parts.join(' · ') };
-  }
-  parts.push(info.title);
   const preview = oneLine(n.preview ?? '');
-  return { label: preview !== '' ? preview : `(${info.title})`, description: parts.join(' · ') };
+  const body = title ?? (preview !== '' ? preview : `(${info.title})`);
+  return { label: [...marks, body].join(' · '), description: title !== undefined ? '' : info.title };
 }
 
-/** "Branch 2 of 3 · user: fix the failing test" and "14 entries · current leaf here". */
+/** "Branch 2 of 3 · 14 entries · user: fix the failing test": which branch, its size, how it starts. */
 export function branchText(group: BranchGroup): RowText {
   const first = group.first;
-  const start = summaryNodeTitle(first) ?? `${kindInfo(first.kind).title}: ${oneLine(first.preview ?? '', 80) || '(empty)'}`;
-  const parts = [`${group.entryCount} ${group.entryCount === 1 ? 'entry' : 'entries'}`];
-  if (group.containsLeaf) parts.push('● current branch');
-  return { label: `Branch ${group.index + 1} of ${group.count} · ${start}`, description: parts.join(' · ') };
+  const start = `${kindInfo(first.kind).title}: ${oneLine(first.preview ?? '', 80) || '(empty)'}`;
+  const size = plural(group.entryCount, 'entry', 'entries');
+  return { label: `Branch ${group.index + 1} of ${group.count} · ${size} · ${start}`, description: '' };
 }
 
 /** The `contextValue` of a tree item; menus in package.json match on these words. */

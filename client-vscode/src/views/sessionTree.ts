@@ -1,7 +1,7 @@
 // The side panel: elements from core/treeModel rendered as TreeItems. No logic beyond presentation.
 import * as vscode from 'vscode';
 import type { SessionSnapshot, SessionView } from '../core/sessionView';
-import { ancestorsOf, branchText, containsLeafPath, hasSummaryDocument, kindInfo, moreText, pathMarker, rowContextValue, rowText } from '../core/treeModel';
+import { branchText, compactionFigures, hasSummaryDocument, kindInfo, moreText, pathMarker, rowContextValue, rowText, summaryNodeTitle } from '../core/treeModel';
 import type { BranchGroup, MoreRows, Row, TreeElement } from '../core/treeModel';
 import type { ServerManager } from '../server';
 
@@ -125,20 +125,18 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
       item.command = { command: 'compactd.loadMore', title: 'Load More Entries', arguments: [element] };
       return item;
     }
+    // Nothing starts expanded: the path to the leaf is the flat top level, and groups hold the
+    // other branches (opened on demand).
     const expandable = el.type === 'branch' || el.isBranchPoint;
-    const state = !expandable
-      ? vscode.TreeItemCollapsibleState.None
-      : containsLeafPath(el)
-        ? vscode.TreeItemCollapsibleState.Expanded
-        : vscode.TreeItemCollapsibleState.Collapsed;
+    const state = expandable ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None;
     if (el.type === 'branch') {
       const text = branchText(el);
       const item = new vscode.TreeItem(text.label, state);
       item.id = `${element.sessionId}:${el.id}`;
       item.description = text.description;
       item.contextValue = 'branch';
-      item.iconPath = new vscode.ThemeIcon('git-branch', el.containsLeaf ? new vscode.ThemeColor('charts.blue') : undefined);
-      item.tooltip = `Branch ${el.index + 1} of ${el.count} from ${el.parentRowId}: ${text.description}`;
+      item.iconPath = new vscode.ThemeIcon('git-branch');
+      item.tooltip = `${text.label}\n\nBranch ${el.index + 1} of ${el.count} from the entry above; ${el.entryCount.toLocaleString('en-US')} entries. Expand to list them.`;
       return item;
     }
     const row = el;
@@ -150,7 +148,7 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
     const marker = pathMarker(row.node);
     const color =
       marker === 'leaf' ? new vscode.ThemeColor('charts.green') : marker === 'path' ? new vscode.ThemeColor('charts.blue') : undefined;
-    item.iconPath = new vscode.ThemeIcon(kindInfo(row.node.kind).icon, color);
+    item.iconPath = new vscode.ThemeIcon(marker === 'leaf' ? 'debug-stackframe' : kindInfo(row.node.kind).icon, color);
     item.tooltip = tooltip(row);
     if (hasSummaryDocument(row.node.kind)) {
       item.command = { command: 'compactd.showEntry', title: 'Show Summary', arguments: [element] };
@@ -158,18 +156,14 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
     return item;
   }
 
-  /** Select the current leaf, expanding the branch points and branches above it. */
+  /** Select the row that shows the current leaf: a top-level row, so nothing above it needs
+   * expanding (revealing through collapsed ancestors is what logged "No tree item with id"). */
   async revealLeaf(): Promise<void> {
     const snap = this.session.snapshot;
-    const leafId = snap?.model.leafId;
-    if (snap === undefined || leafId == null) return;
-    const row = snap.model.byId.get(leafId);
+    const rowId = snap?.model.leafRowId;
+    if (snap === undefined || rowId == null) return;
+    const row = snap.model.byId.get(rowId);
     if (row === undefined) return;
-    // Expand every element above, outermost first: elements VS Code remembers as collapsed
-    // would otherwise hide the leaf; then select the leaf itself.
-    for (const above of ancestorsOf(snap.model, leafId)) {
-      await this.view.reveal(this.ref(above), { select: false, focus: false, expand: true });
-    }
     await this.view.reveal(this.ref(row), { select: true, focus: false });
   }
 
@@ -182,15 +176,41 @@ export class SessionTreeProvider implements vscode.TreeDataProvider<TreeRef>, vs
 function tooltip(row: Row): vscode.MarkdownString {
   const n = row.node;
   const md = new vscode.MarkdownString(undefined, true);
-  md.appendMarkdown(`**${kindInfo(n.kind).title}** \`${n.id}\``);
+  md.appendMarkdown(`**${escapeMd(kindInfo(n.kind).title)}**`);
   if (n.isLeaf) md.appendMarkdown(' — current leaf');
   else if (n.onLeafPath) md.appendMarkdown(' — on the path to the leaf');
   md.appendMarkdown('\n\n');
   if (n.label) md.appendMarkdown(`Label: **${escapeMd(n.label)}**\n\n`);
-  if (n.timestamp) md.appendMarkdown(`${n.timestamp}\n\n`);
-  if (row.isBranchPoint) md.appendMarkdown(`Branch point: ${n.children.length} branches\n\n`);
+  if (n.timestamp) md.appendMarkdown(`${escapeMd(formatDate(n.timestamp))}\n\n`);
+  if (row.isBranchPoint) {
+    md.appendMarkdown(row.depth === 0
+      ? `Branch point: the path goes on below; expand for the ${row.otherBranches} other branch(es).\n\n`
+      : `Branch point: expand for its ${row.otherBranches} branches.\n\n`);
+  }
+  if (n.contextEdit === 'omitted') md.appendMarkdown('A later context edit takes this message out of the model\'s context.\n\n');
+  if (n.contextEdit === 'replaced') md.appendMarkdown('A later context edit replaces this message\'s text in the model\'s context.\n\n');
+  const title = summaryNodeTitle(n);
+  if (title !== undefined) md.appendMarkdown(`${escapeMd(title)}\n\n`);
+  if (n.kind === 'compaction') {
+    const figures = compactionFigures(n);
+    if (n.contextBasis === 'estimate' && figures !== undefined) {
+      md.appendMarkdown('Both figures are characters ÷ 4 estimates of the context just before and just after the compaction');
+      if (typeof n.tokensBefore === 'number') md.appendMarkdown(` (the entry records ${n.tokensBefore.toLocaleString('en-US')} tokens before, from the provider's usage)`);
+      md.appendMarkdown('.\n\n');
+    } else if (n.contextBasis === 'recorded') {
+      md.appendMarkdown('Both figures as the program that wrote the entry recorded them.\n\n');
+    }
+    if (n.contextShrank === false) md.appendMarkdown('**The context did not get smaller.**\n\n');
+    if (typeof n.compactionWarning === 'string') md.appendMarkdown(`Warning recorded: ${escapeMd(n.compactionWarning)}\n\n`);
+  }
   if (n.preview) md.appendText(n.preview);
   return md;
+}
+
+/** ISO timestamps (and epoch milliseconds) as a local date and time. */
+function formatDate(ts: string): string {
+  const d = new Date(/^\d+$/.test(ts) ? Number(ts) : ts);
+  return Number.isNaN(d.getTime()) ? ts : d.toLocaleString();
 }
 
 function escapeMd(s: string): string {

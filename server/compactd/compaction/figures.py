@@ -16,11 +16,56 @@ Entry = dict[str, Any]
 
 def compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, Any]:
     """`tokensBefore` as stored and `tokensAfter`, the chars/4 estimate of the context right after
-    the compaction (its summary plus the kept messages)."""
+    the compaction (its summary plus the kept messages); and the two figures a panel may put on
+    either side of an arrow, of one kind (`contextBasis`): the writer's own `tokensBefore` and
+    `tokensAfter` when it recorded both (oh-my-pi, QO-8), else the chars/4 estimates of the context
+    just before and just after (Pi's `tokensBefore` is the provider's usage, which an estimate after
+    cannot be compared with). `contextShrank` is false when the compaction did not make the context
+    smaller; oh-my-pi's `method` and `warning` are passed on as recorded."""
     before = entry.get("tokensBefore")
+    before = before if _is_number(before) else None
     ctx = context_from_path(kept_tail(by_id, entry), entry["id"])
-    return {"tokensBefore": before if isinstance(before, int | float) else None,
-            "tokensAfter": sum(estimate_tokens(m) for m in ctx.messages)}
+    after = sum(estimate_tokens(m) for m in ctx.messages)
+    figures: dict[str, Any] = {"tokensBefore": before, "tokensAfter": after}
+    recorded_after = entry.get("tokensAfter")
+    if before is not None and _is_number(recorded_after):
+        figures.update(contextBasis="recorded", contextBefore=before, contextAfter=recorded_after)
+    else:
+        parent = entry.get("parentId")
+        estimated_before = 0
+        if isinstance(parent, str) and parent in by_id:
+            tail = context_tail(by_id, parent)
+            estimated_before = sum(estimate_tokens(m) for m in context_from_path(tail, parent).messages)
+        figures.update(contextBasis="estimate", contextBefore=estimated_before, contextAfter=after)
+    figures["contextShrank"] = figures["contextAfter"] < figures["contextBefore"]
+    for field, name in (("method", "compactionMethod"), ("warning", "compactionWarning")):
+        value = entry.get(field)
+        if isinstance(value, str) and value:
+            figures[name] = value
+    return figures
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+def context_tail(by_id: Mapping[str, Entry], leaf_id: str) -> list[Entry]:
+    """The end of the path to `leaf_id` that decides its context, root first: back to the latest
+    compaction on it and that compaction's kept entries (`kept_tail`), or the whole path when there
+    is none. Costs the context, not the depth of the session."""
+    out: list[Entry] = []
+    seen: set[str] = set()
+    current = by_id.get(leaf_id)
+    while current is not None and current["id"] not in seen:
+        if current.get("type") == "compaction":
+            out.reverse()
+            return kept_tail(by_id, current) + out
+        seen.add(current["id"])
+        out.append(current)
+        parent = current.get("parentId")
+        current = by_id.get(parent) if isinstance(parent, str) else None
+    out.reverse()
+    return out
 
 
 def kept_tail(by_id: Mapping[str, Entry], compaction: Entry) -> list[Entry]:
@@ -47,12 +92,14 @@ def kept_tail(by_id: Mapping[str, Entry], compaction: Entry) -> list[Entry]:
     return tail
 
 
-def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int:
+def summarized_entries(by_id: Mapping[str, Entry], summary: Entry) -> int | None:
     """Entries from the summary's `fromId` back to where that branch leaves the summary's own
-    path. Both chains are walked in turn until one reaches an entry the other has seen: the first
+    path; None when `fromId` is not in the file (a fork keeps only the path, not the branch left). Both chains are walked in turn until one reaches an entry the other has seen: the first
     such entry is their common ancestor, so this costs the two branches' lengths, not the depth."""
     start = summary.get("fromId")
     a = by_id.get(start) if isinstance(start, str) else None
+    if a is None:
+        return None
     b: Entry | None = summary
     seen_a: dict[str, int] = {}
     seen_b: set[str] = set()

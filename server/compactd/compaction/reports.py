@@ -115,6 +115,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
         conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
     else:
         conversation = turn_prefix = None
+    summarized = _estimate_pairs(prep.summarized) + _estimate_pairs(prep.turn_prefix)
+    previous = (len(prep.previous_summary) + 3) // 4 if prep.previous_summary else 0
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
@@ -128,8 +130,16 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
         "conversationText": conversation,
         "turnPrefixText": turn_prefix,
         "estimatedTokensAfter": prep.estimated_tokens_after,
+        # Like with like: the chars/4 estimate of what is summarized, and of the context now (kept +
+        # summarized + the previous summary), beside the estimate after (`tokensBefore` is usage).
+        "estimatedTokensSummarized": summarized,
+        "estimatedTokensBefore": prep.estimated_tokens_after + summarized + previous,
         "compat": prep.compat,
     }
+
+
+def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]]) -> int:
+    return sum(estimate_tokens(message) for _, message in items)
 
 
 def prepare_report(

@@ -209,11 +209,15 @@ class _Pages:
             entry = index.by_id[eid]
             if kind == "branch_summary":
                 start = entry.get("fromId")
-                count = index.below_meeting(start, eid) if isinstance(start, str) and start in index.head else 0
+                # None: the branch it summarizes is not in this file (a fork keeps only the path).
+                count = index.below_meeting(start, eid) if isinstance(start, str) and start in index.head else None
                 figures = {"summarizedEntries": count}
             else:
                 figures = compaction_figures(index.by_id, entry)
             self.figures[eid] = figures
+        preview = shown[5]
+        if kind == "context_edit":
+            preview = self.edit_preview(eid, preview)
         node: dict[str, Any] = {
             "id": shown[0],
             "parentId": shown[1],
@@ -222,14 +226,26 @@ class _Pages:
             "children": list(index.kids.get(eid, ())),
             "label": index.labels.get(eid),
             "kind": shown[4],
-            "preview": shown[5],
+            "preview": preview,
             "timestamp": shown[6],
             "isLeaf": eid == self.leaf,
             "onLeafPath": index.on_path(eid, self.marks),
         }
+        edit = index.edits.get(eid)
+        if edit is not None:
+            node["contextEdit"] = edit
         if figures is not None:
             node.update(figures)
         return node
+
+    def edit_preview(self, eid: str, own: str) -> str:
+        """A context edit says what it takes out: the target's kind and text, not its id."""
+        target_id = self.index.by_id[eid].get("targetId")
+        target = self.index.by_id.get(target_id) if isinstance(target_id, str) else None
+        if target is None:
+            return f"{own} (not in this file)"
+        text = entry_preview(target)
+        return f"{own}: {entry_kind(target)} “{text[:60] + '…' if len(text) > 60 else text}”"
 
     def row(self, eid: str) -> dict[str, Any]:
         node = self.node(eid)

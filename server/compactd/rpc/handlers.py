@@ -28,6 +28,7 @@ from compactd.engine.tree_panel import CursorError
 from compactd.engine.settings import SettingsError, context_window_for_model, load_settings
 from compactd.session import Session
 from compactd.session.context import build_session_context
+from compactd.session.file_summary import FileSummary, summarize_file
 from compactd.session.tree import list_session_files, session_dir_for_cwd
 from compactd.session.views import context_report, info_report, tree_report
 
@@ -183,8 +184,9 @@ async def session_list_files(ls: CompactdServer, params: s.ListFilesParams) -> d
     directory = _path(params.dir) if params.dir is not None else session_dir_for_cwd(cwd)
     filter_cwd = cwd if params.dir is None or params.cwd is not None else None
     infos = await ls.off_loop(list_session_files, directory, filter_cwd)
+    summaries = await ls.off_loop(lambda: [_summary_of(info.path) for info in infos])
     files = []
-    for info in infos:
+    for info, summary in zip(infos, summaries, strict=True):
         handle = ls.registry.find_path(info.path)
         files.append({
             "path": str(info.path),
@@ -193,8 +195,18 @@ async def session_list_files(ls: CompactdServer, params: s.ListFilesParams) -> d
             "modified": _iso(info.mtime),
             "size": info.size,
             "open": handle is not None,
+            "name": summary.name if summary else None,
+            "firstRequest": summary.first_request if summary else None,
+            "entryCount": summary.entry_count if summary else None,
         })
     return {"dir": str(directory), "files": files}
+
+
+def _summary_of(path: Path) -> FileSummary | None:
+    try:
+        return summarize_file(path)
+    except OSError:  # removed or unreadable since it was listed: the picker still lists it
+        return None
 
 
 # --- appends --------------------------------------------------------------------------------------

@@ -42,6 +42,8 @@ class TreeIndex:
         self.run_end: dict[str, str] = {}  # per head: last entry of the run
         self.size: dict[str, int] = {}  # per head: entries in the run and every branch below it
         self.labels: dict[str, str] = {}
+        # Pi 1.6 context edits by target: "omitted" or "replaced" (the latest edit wins, Q16-28).
+        self.edits: dict[str, str] = {}
         self._wanted: set[str] = set()  # missing parents of roots: their arrival means a rebuild
         self.seen = 0
         self._build(entries)
@@ -69,7 +71,7 @@ class TreeIndex:
                 self.roots.append(eid)
                 if parent is not None and parent != eid:
                     self._wanted.add(parent)
-            if entry.get("type") == "label":
+            if entry.get("type") in ("label", "context_edit"):
                 self._label(entry)
         for children in self.kids.values():
             if len(children) > 1:
@@ -122,6 +124,9 @@ class TreeIndex:
                 stack.extend(c for c in reversed(children) if c not in head)
 
     def _label(self, entry: Entry) -> None:
+        if entry.get("type") == "context_edit" and isinstance(entry.get("targetId"), str):
+            self.edits[entry["targetId"]] = "omitted" if entry.get("replacement") is None else "replaced"
+            return
         if entry.get("type") != "label" or not isinstance(entry.get("targetId"), str):
             return
         label = entry.get("label")

@@ -26,6 +26,17 @@ _KIND_BY_TYPE = {
     "model_change": "modelChange",
     "thinking_level_change": "thinkingLevel",
     "session_info": "sessionInfo",
+    # Pi 1.6 (Q16-21, Q16-33) and oh-my-pi 18 (QO-4, QO-12, QO-14).
+    "context_edit": "contextEdit",
+    "usage": "usage",
+    "model_usage": "usage",
+    "title_change": "sessionInfo",
+    "service_tier_change": "modelChange",
+    "mode_change": "modelChange",
+    "reset_boundary": "resetBoundary",
+    "credential_pin": "custom",
+    "ttsr_injection": "customMessage",
+    "session_init": "sessionInfo",
 }
 _KIND_BY_ROLE = {
     "user": "user",
@@ -109,26 +120,93 @@ def entry_preview(entry: Entry) -> str:
             return _system_preview(message)
         if role == "assistant" and message.get("stopReason") in ("error", "aborted") and message.get("errorMessage"):
             return _one_line(f"[{message['stopReason']}] {message['errorMessage']}")
-        return _one_line(_blocks_text(message.get("content")))
+        text = _one_line(_blocks_text(message.get("content")))
+        if not text and role == "assistant":
+            return _thinking_only(message.get("content"))
+        return text
     if entry_type in ("compaction", "branch_summary"):
         return _one_line(str(entry.get("summary", "")))
     if entry_type == "custom_message":
         return _one_line(_blocks_text(entry.get("content")))
     if entry_type == "model_change":
-        return f"{entry.get('provider')}/{entry.get('modelId')}" if entry.get("provider") else str(entry.get("model", ""))
+        model = f"{entry.get('provider')}/{entry.get('modelId')}" if entry.get("provider") else _text(entry.get("model"))
+        return f"model: {model or '(not named)'}"
     if entry_type == "thinking_level_change":
-        return f"thinking: {entry.get('thinkingLevel')}"
+        # oh-my-pi writes a null level (and `configured`) when the level is left to the model.
+        level = _text(entry.get("thinkingLevel"))
+        configured = _text(entry.get("configured"))
+        if level:
+            return f"thinking: {level}"
+        return f"thinking: {configured} (no fixed level)" if configured else "thinking: model default"
     if entry_type == "label":
-        return f"label {entry.get('targetId')}: {entry.get('label') or '(cleared)'}"
+        return f"label: {entry.get('label') or '(cleared)'}"
     if entry_type == "session_info":
         return f"name: {entry.get('name') or '(cleared)'}"
+    if entry_type == "title_change":
+        return _one_line(f"title: {_text(entry.get('title')) or '(cleared)'}")
     if entry_type == "custom":
-        return f"custom: {entry.get('customType')}"
+        return _custom_preview(entry)
     if entry_type == "context_edit":
-        # Q16-29: Pi's "all" tree filter shows edits this way.
-        action = "omit" if entry.get("replacement") is None else "replace"
-        return f"[context {action}: {entry.get('targetId')}]"
-    return str(entry_type)
+        # Which message is taken out of (or rewritten in) the model's context; the tree panel adds
+        # the target's own preview (it has the other entries).
+        return "context edit: omits a message" if entry.get("replacement") is None else "context edit: replaces a message"
+    if entry_type in ("usage", "model_usage"):
+        return _usage_preview(entry)
+    if entry_type == "service_tier_change":
+        return f"service tier: {_text(entry.get('serviceTier')) or 'default'}"
+    if entry_type == "mode_change":
+        return f"mode: {_text(entry.get('mode')) or '(not named)'}"
+    if entry_type == "reset_boundary":
+        return "context cleared (/clear): the model starts again after this"
+    if entry_type == "credential_pin":
+        return f"credentials pinned for {_text(entry.get('provider')) or 'a provider'}"
+    if entry_type == "session_init":
+        return "session started"
+    if entry_type == "ttsr_injection":
+        return _one_line("injected rule: " + (_blocks_text(entry.get("content")) or _text(entry.get("rule")) or "(no text)"))
+    return f"{entry_type} entry" if isinstance(entry_type, str) else "entry of unknown type"
+
+
+def _text(value: Any) -> str:
+    """A field as display text: strings as they are, absent or null as nothing (never "None")."""
+    if value is None:
+        return ""
+    return value if isinstance(value, str) else str(value)
+
+
+def _custom_preview(entry: Entry) -> str:
+    custom = _text(entry.get("customType")) or "(untyped)"
+    data = entry.get("data")
+    if custom == "tool_execution_start" and isinstance(data, dict):
+        return f"tool started: {_text(data.get('toolName')) or 'a tool'}"
+    if custom == "session_exit":
+        return "session exited"
+    return f"extension data: {custom}"
+
+
+def _usage_preview(entry: Entry) -> str:
+    """`usage` (Pi 1.6 cache warming) and `model_usage` (oh-my-pi side calls): what ran and its tokens."""
+    what = _text(entry.get("kind")) or _text(entry.get("purpose")) or "model call"
+    model = entry.get("model")
+    where = f"{_text(entry.get('provider'))}/{_text(model)}" if entry.get("provider") and model else _text(model)
+    usage = entry.get("usage")
+    total = usage.get("totalTokens") if isinstance(usage, dict) else None
+    parts = [f"usage: {what.replace('_', ' ')}"]
+    if where:
+        parts.append(where)
+    if isinstance(total, int | float) and not isinstance(total, bool):
+        parts.append(f"{int(total):,} tokens")
+    return _one_line(" · ".join(parts))
+
+
+def _thinking_only(content: Any) -> str:
+    """An answer with no text or tool call: its thinking, said to be thinking (or that it is empty)."""
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and block.get("type") == "thinking":
+                thought = _text(block.get("thinking"))
+                return _one_line(f"(thinking) {thought}") if thought.strip() else "(thinking, text not kept)"
+    return "(empty answer)"
 
 
 def _system_preview(message: dict[str, Any]) -> str:
