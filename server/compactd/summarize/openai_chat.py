@@ -398,7 +398,9 @@ class OpenAIChatSummarizer:
     def _in_stream_error(self, chunk: Any, label: str, key: str | None) -> SummarizationError:
         extra = chunk.model_extra or {}
         message = extra.get("message") if isinstance(extra.get("message"), str) else "unknown error"
-        return self._classify(openai.APIError(message, request=None, body=extra), label, key)  # type: ignore[arg-type]
+        # Classified from the message alone: building an `openai.APIError` needs a request object, and
+        # openai 3.60 dereferences it (request=None raised AttributeError inside the error path).
+        return self._classify_message(message, extra, label, key)
 
     def _scrub(self, text: str, key: str | None) -> str:
         return KeyMask(key).text(text)
@@ -440,10 +442,13 @@ class OpenAIChatSummarizer:
                     hint = retry_after_ms_from_text(text)
                 return TransientError(f"{label} failed: {text}", retry_after_ms=hint)
             return SummarizationError(f"{label} failed: {text}")
-        # An `error` event inside the stream: no status, only a message.
-        text = self._scrub(exc.message or "unknown error", key)
-        if _is_overflow(text, exc.body):
-            return ContextOverflowError(f"{label} failed: {text}", _window_in(text, exc.body))
+        return self._classify_message(exc.message, exc.body, label, key)
+
+    def _classify_message(self, message: str | None, body: Any, label: str, key: str | None) -> SummarizationError:
+        """An error with no status (an `error` event inside the stream): only a message and a body."""
+        text = self._scrub(message or "unknown error", key)
+        if _is_overflow(text, body):
+            return ContextOverflowError(f"{label} failed: {text}", _window_in(text, body))
         if TRANSIENT_TEXT.search(text):
             return TransientError(f"{label} failed: {text}", retry_after_ms=retry_after_ms_from_text(text))
         return SummarizationError(f"{label} failed: {text}")
