@@ -6,7 +6,7 @@ budget, and which files they touched. Pure: the tree is given as the `by_id` ind
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,14 +130,36 @@ def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> B
             seed_from_details(entry, ops)
 
     edits = latest_edits(list(entries))
+    taken, total = take_newest_within_budget(
+        entries,
+        lambda entry: branch_entry_message(entry, edits.get(entry.get("id"))),  # type: ignore[arg-type]
+        lambda message: extract_file_ops_from_message(message, ops),
+        estimate_tokens,
+        token_budget,
+    )
+    return BranchPreparation(taken, ops, total)
+
+
+def take_newest_within_budget(
+    entries: Sequence[Entry],
+    message_of: Callable[[Entry], Message | None],
+    note_file_ops: Callable[[Message], None],
+    count_tokens: Callable[[Message], int],
+    token_budget: int,
+) -> tuple[list[SourcedMessage], int]:
+    """B-7, shared by Pi's and oh-my-pi's branch preparation (they differ only in which message an
+    entry gives and how it is counted): messages newest → oldest until the budget (0 = unlimited)
+    would overflow; an overflowing compaction or branch summary is still taken while the total is
+    below 90% of the budget. File operations of every message looked at are noted, the one that
+    overflowed included. Returns the messages in chronological order and their total."""
     taken: list[SourcedMessage] = []
     total = 0
     for entry in reversed(entries):
-        message = branch_entry_message(entry, edits.get(entry.get("id")))  # type: ignore[arg-type]
+        message = message_of(entry)
         if message is None:
             continue
-        extract_file_ops_from_message(message, ops)
-        tokens = estimate_tokens(message)
+        note_file_ops(message)
+        tokens = count_tokens(message)
         if token_budget > 0 and total + tokens > token_budget:
             if entry.get("type") in ("compaction", "branch_summary") and total < token_budget * 0.9:
                 taken.append(SourcedMessage(entry["id"], message))
@@ -146,7 +168,7 @@ def prepare_branch_entries(entries: Sequence[Entry], token_budget: int = 0) -> B
         taken.append(SourcedMessage(entry["id"], message))
         total += tokens
     taken.reverse()
-    return BranchPreparation(taken, ops, total)
+    return taken, total
 
 
 def branch_token_budget(context_window: int | None, reserve_tokens: int = DEFAULT_RESERVE_TOKENS) -> int:

@@ -15,7 +15,7 @@ from typing import Any
 
 from compactd.session.clock import iso_to_ms
 
-from .branch import BranchPreparation
+from .branch import BranchPreparation, take_newest_within_budget
 from .cut_points import CutPointResult
 from .file_ops import FileOperations
 from .jscompat import js_json_stringify, js_object_keys, js_sorted
@@ -23,7 +23,6 @@ from .prepare import (
     CompactionPreparation,
     NoCompactionReason,
     NotPrepared,
-    SourcedMessage,
     SourcedPair,
 )
 from .serialize import truncate_for_summary
@@ -565,22 +564,9 @@ def prepare_branch_entries_omp(entries: Sequence[Entry], token_budget: int = 0) 
     for entry in entries:
         if entry.get("type") == "branch_summary":
             seed_ops(entry, ops)
-    taken: list[SourcedMessage] = []
-    total = 0
-    for entry in reversed(entries):
-        message = branch_message(entry)
-        if message is None:
-            continue
-        extract_file_ops(message, ops)
-        tokens = branch_tokens(message)
-        if token_budget > 0 and total + tokens > token_budget:
-            if entry.get("type") in ("compaction", "branch_summary") and total < token_budget * 0.9:
-                taken.append(SourcedMessage(entry["id"], message))
-                total += tokens
-            break
-        taken.append(SourcedMessage(entry["id"], message))
-        total += tokens
-    taken.reverse()
+    taken, total = take_newest_within_budget(
+        entries, branch_message, lambda message: extract_file_ops(message, ops), branch_tokens, token_budget
+    )
     return OmpBranchPreparation(taken, ops, total)
 
 

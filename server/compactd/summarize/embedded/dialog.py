@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 
-from .text import LIST_MARK, MAX_ITEM, clip, sentences
+from .text import LIST_MARK, MAX_ITEM, clip, sentences, unfenced_lines
 
 # Acknowledgements: a whole message that only agrees, thanks or says "go on".
 _ACK = re.compile(
@@ -294,14 +294,10 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
     (narration, questions, lead-ins, tables and politeness dropped). A message that ends by asking
     the user lists options, not results: its list items are left out."""
     items: list[str] = []
-    asks = bool(sentences(text)) and sentences(text)[-1].endswith("?")
-    fenced = False
-    for line in text.splitlines():
-        s = line.strip()
-        if s.startswith("```"):
-            fenced = not fenced
-            continue
-        if fenced or not s or s.startswith(("|", "#")):
+    all_sentences = sentences(text)
+    asks = bool(all_sentences) and all_sentences[-1].endswith("?")
+    for s in unfenced_lines(text):
+        if not s or s.startswith(("|", "#")):
             continue
         if LIST_MARK.match(s):
             item = LIST_MARK.sub("", s).strip().strip("*")

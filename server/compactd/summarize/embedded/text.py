@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 MAX_ITEM = 400
@@ -37,16 +37,22 @@ def text_of(content: Any) -> str:
     return ""
 
 
-def sentences(text: str) -> list[str]:
-    """Prose sentences of a text: fenced blocks and lines that look like code are skipped."""
-    out = []
+def unfenced_lines(text: str) -> Iterator[str]:
+    """The stripped lines of a text outside its fenced code blocks (the fences themselves dropped)."""
     fenced = False
     for line in text.splitlines():
         line = line.strip()
         if line.startswith("```"):
             fenced = not fenced
-            continue
-        if fenced or not line or _CODE_LINE.search(line):
+        elif not fenced:
+            yield line
+
+
+def sentences(text: str) -> list[str]:
+    """Prose sentences of a text: fenced blocks and lines that look like code are skipped."""
+    out = []
+    for line in unfenced_lines(text):
+        if not line or _CODE_LINE.search(line):
             continue
         out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[\w`\"'(\[])", line) if s.strip())
     return out
