@@ -1,4 +1,4 @@
-"""Regions described by a probe file (the corpus format): `tests/fixtures/corpus/`, `tests/fixtures/external/`.
+"""Regions described by a probe file (the corpus format): `tests/fixtures/corpus/`, the external sessions.
 
 A probe file names a session file beside it and the entry the kept part starts at; the region is
 every entry of the session's leaf path before that entry (from `firstEntryId` when given). Probes

@@ -1,5 +1,5 @@
 """Score summarizers on the probe regions: generated stories, real sessions (Pi's, and external ones
-in tests/fixtures/external) and the authored corpus (tests/fixtures/corpus).
+kept outside the repository, see `external_dir`) and the authored corpus (tests/fixtures/corpus).
 
 Columns ("contenders"): the embedded extractive summarizer (always), a configured model (when the
 settings of the current folder name one), the stored model-written summaries (regions that have
@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from compactd.samples.probes import CATEGORIES, Score, score_probes
 from compactd.samples.story import generate_story
@@ -33,7 +34,17 @@ from .regions import Region, index_of, lines_to_path
 from .split import DEV, HELDOUT, SplitName, assign, only
 
 CORPUS = FIXTURES / "corpus"
-EXTERNAL = FIXTURES / "external"
+
+
+def external_dir() -> Path:
+    """Where the external real sessions live: `$COMPACTD_EXTERNAL_SESSIONS`, else `external-sessions/` beside
+    the checkout. They are public transcripts fetched from other repositories, so they are data kept on the
+    machine, never committed (how to rebuild them: bench/quality/EXTERNAL.md); absent, they are skipped."""
+    configured = os.environ.get("COMPACTD_EXTERNAL_SESSIONS")
+    return Path(configured) if configured else FIXTURES.parents[2] / "external-sessions"
+
+
+EXTERNAL = external_dir()
 STORED = "model-written"  # contender: the stored summary a model wrote of the region
 HANDOVER = "reference: handover"
 

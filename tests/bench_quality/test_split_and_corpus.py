@@ -134,7 +134,7 @@ def test_bench_reports_held_out_first_then_development_and_can_run_one_side(tmp_
     data = load_results(tmp_path / "all.json")
     text = markdown(data)
     assert text.index("**Held-out regions**") < text.index("**Development regions**")
-    assert text.index("external/spotter-annotations") < text.index("before-compaction #1")
+    assert text.index("corpus/clinic-a11y") < text.index("before-compaction #1")
     held = [r for r in all_regions(smoke=True) if r.split == HELDOUT]
     for region in held:
         for probe in region.probes:
