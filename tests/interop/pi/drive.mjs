@@ -13,7 +13,11 @@
 //        {"op":"navigate","target","summarize"?}   /tree: move the leaf, optionally summarizing
 //        {"op":"label","target","label"}           label an entry
 //        {"op":"fork","target"}                    /fork at an entry into a new session file
-// A target is {"id"} or {"userText"}: the latest user message whose text contains it.
+//        {"op":"contextEdit","target","replacement"?} Pi 1.6's SessionManager.appendContextEdit, as an
+//                                                  extension calls it: omit (no replacement) or replace
+//        {"op":"name","name"}                      name the session (/name)
+// A target is {"id"} or {"userText"}: the latest user message whose text contains it; with
+// "answer": true, the last assistant message of that user message's turn.
 import { readFileSync } from "node:fs";
 
 const [pkg, scenarioPath] = process.argv.slice(2);
@@ -33,7 +37,18 @@ function resolveTarget(manager, target) {
     .getEntries()
     .filter((e) => e.type === "message" && e.message.role === "user" && textOf(e.message).includes(target.userText));
   if (matches.length === 0) throw new Error(`no user message contains ${JSON.stringify(target.userText)}`);
-  return matches[matches.length - 1].id;
+  const user = matches[matches.length - 1];
+  if (!target.answer) return user.id;
+  // The turn's last assistant message: walk the active branch from the user message on.
+  const branch = manager.getBranch();
+  let answer;
+  for (const entry of branch.slice(branch.findIndex((e) => e.id === user.id) + 1)) {
+    if (entry.type !== "message") continue;
+    if (entry.message.role === "user") break;
+    if (entry.message.role === "assistant") answer = entry.id;
+  }
+  if (!answer) throw new Error(`no answer to ${JSON.stringify(target.userText)} on the branch`);
+  return answer;
 }
 
 async function settle(session) {
@@ -82,6 +97,14 @@ try {
       results.push({ op: "fork", file });
       // createBranchedSession switched this manager to the fork; continue in the original.
       await manager.setSessionFile(mainFile);
+    } else if (step.op === "contextEdit") {
+      const target = resolveTarget(manager, step.target);
+      const replacement = step.replacement === undefined ? null : { content: step.replacement };
+      results.push({ op: "contextEdit", target, id: manager.appendContextEdit(target, replacement) });
+    } else if (step.op === "name") {
+      // Pi: a session_info entry; oh-my-pi: its title slot and a title_change entry.
+      if (manager.appendSessionInfo) results.push({ op: "name", id: manager.appendSessionInfo(step.name) });
+      else results.push({ op: "name", changed: await manager.setSessionName(step.name, "user") });
     } else {
       throw new Error(`unknown step ${step.op}`);
     }
