@@ -5,12 +5,12 @@ import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { LazyTreeModel } from '../src/core/lazyTree';
 import type { DidChangeParams } from '../src/core/protocol';
-import { buildTreeModel } from '../src/core/treeModel';
+import { buildTreeModel, moreText } from '../src/core/treeModel';
 import type { TreeElement, TreeModel } from '../src/core/treeModel';
 import { startDaemon } from './support/daemon';
 import type { Daemon } from './support/daemon';
 import { tempDir } from './support/paths';
-import { writeBranchingSession, writeLinearSession } from './support/sessions';
+import { writeBranchingSession, writeLinearSession, writeStretchedSession } from './support/sessions';
 
 /** Load every page and every branch, as a user clicking "Earlier entries…" and expanding all would. */
 async function loadAll(d: Daemon, sessionId: string, model: LazyTreeModel, limit: number): Promise<number> {
@@ -72,6 +72,34 @@ describe('real daemon: the lazily loaded side panel', { timeout: 120_000 }, () =
       }
       await d.client.close(info.sessionId);
     }
+  });
+
+  it('shows each stretch of the path between branch points with at most one row of earlier entries, saying how many', async () => {
+    const { file, leafId } = writeStretchedSession(tempDir(), 4, 30);
+    const info = await d.client.open(file);
+    const sessionId = info.sessionId;
+    const model = new LazyTreeModel(await d.client.treePage({ sessionId, limit: 10 }));
+    assert.equal(model.leafRowId, leafId);
+    for (let clicks = 0; ; clicks++) {
+      const top = model.childrenOf(undefined);
+      // Between two branch points (and above the first), never two "earlier" rows in a row.
+      for (let i = 1; i < top.length; i++) assert.ok(!(top[i].type === 'more' && top[i - 1].type === 'more'), `row ${i}`);
+      const mores = top.filter((el) => el.type === 'more');
+      assert.equal(new Set(mores.map((el) => el.type === 'more' && el.list)).size, mores.length);
+      // Each says how many entries of its stretch are not loaded yet: every entry is a row or counted.
+      const counted = mores.reduce((n, el) => n + (el.type === 'more' ? el.count ?? NaN : 0), 0);
+      assert.equal(top.filter((el) => el.type === 'entry').length + counted, 4 * 30);
+      for (const el of mores) {
+        if (el.type === 'more') assert.match(moreText(el).label, /^\d+ earlier entr(y|ies)…$/);
+      }
+      if (mores.length === 0) break;
+      assert.ok(clicks < 20);
+      const el = mores[mores.length - 1];
+      if (el.type !== 'more') break;
+      const page = await d.client.treePage({ sessionId, limit: 10, branch: el.list, before: el.cursor });
+      model.addPage(page.lists[0], 'before');
+    }
+    await d.client.close(sessionId);
   });
 
   it('applies appended entries and labels in place, as a fresh fetch shows them', async () => {

@@ -93,6 +93,8 @@ describe('render: documents', () => {
       estimatedTokensAfter: 12_500,
       estimatedTokensBefore: 40_000,
       estimatedTokensSummarized: 27_500,
+      estimatedTokensKept: 12_500,
+      compat: 'pi',
       somethingNew: 7,
     });
     // Like with like: estimate now against estimate after; Pi's usage-based figure said apart.
@@ -101,6 +103,14 @@ describe('render: documents', () => {
     assert.match(md, /Pi's own figure for the context now \(provider usage plus estimate\): 50,000 tokens/);
     assert.doesNotMatch(md, /would probably not shrink/);
     assert.doesNotMatch(md, /Estimated tokens before/);
+    assert.doesNotMatch(md, /Estimated tokens kept|\| Compat \|/);
+    assert.match(md, /Both are characters ÷ 4 estimates of what the model gets \(system prompt and earlier summaries included\)/);
+    // oh-my-pi: the kept figure compared is the characters ÷ 4 one; its own estimate is said apart.
+    const omp = prepareCompactionMarkdown({ tokensBefore: 9020, estimatedTokensBefore: 3000, estimatedTokensAfter: 900,
+      estimatedTokensKept: 1000, estimatedTokensSummarized: 2000, compat: 'omp', messagesToSummarize: [], firstKeptEntryId: 'k' });
+    assert.match(omp, /about \*\*3,000\*\* tokens; kept after compaction: about \*\*1,000\*\* tokens \(−67%\)/);
+    assert.match(omp, /Prepared by oh-my-pi 18's rules/);
+    assert.match(omp, /oh-my-pi's own estimate of what is kept \(its tokenizer\): 900 tokens/);
     // Too little to summarize: the dry run warns before anything is written.
     const small = prepareCompactionMarkdown({ tokensBefore: 949, estimatedTokensBefore: 1000, estimatedTokensAfter: 147,
       estimatedTokensSummarized: 853, messagesToSummarize: [], firstKeptEntryId: 'k' });

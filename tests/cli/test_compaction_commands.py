@@ -20,7 +20,7 @@ from ..compaction.builders import Builder, tool_call, usage
 PREPARE_KEYS = ["firstKeptEntryId", "isSplitTurn", "turnStartEntryId", "tokensBefore", "messagesToSummarize",
                 "turnPrefixMessages", "previousSummary", "readFiles", "modifiedFiles", "conversationText",
                 "turnPrefixText", "estimatedTokensAfter", "estimatedTokensSummarized", "estimatedTokensBefore",
-                "compat"]
+                "estimatedTokensKept", "compat"]
 STATS_KEYS = ["contextTokens", "usageTokens", "trailingTokens", "lastUsageIndex", "estimatedTokens", "exactTokens",
               "encoding", "exact", "contextWindow", "reserveTokens", "threshold", "shouldCompact", "percent",
               "usageStale", "compat"]
@@ -85,11 +85,13 @@ def test_prepare_options_and_null_result(tmp_path: Path) -> None:
     assert report["modifiedFiles"] == ["src/f0.py", "src/f1.py", "src/f2.py"]
     assert report["estimatedTokensAfter"] == sum(
         estimate_tokens(e["message"]) for e in b.entries if e["id"] >= report["firstKeptEntryId"])
-    # Like with like: the estimate now is the kept part plus what is summarized (no earlier summary here).
+    # Like with like: the estimate now is the whole context's, here (no system message, no earlier
+    # summary) the kept part plus what is summarized.
     summarized = sum(estimate_tokens(e["message"]) for e in b.entries
                      if "message" in e and e["id"] < report["firstKeptEntryId"])
     assert report["estimatedTokensSummarized"] == summarized > 0
     assert report["estimatedTokensBefore"] == report["estimatedTokensAfter"] + summarized
+    assert report["estimatedTokensKept"] == report["estimatedTokensAfter"]
     # at an early leaf the session is too small: null, and a readable reason without --json
     early = b.entries[2]["id"]
     assert run_json("prepare", str(path), "--leaf", early) is None

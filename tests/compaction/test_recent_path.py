@@ -29,7 +29,7 @@ def _ctx_tuple(path: list[dict[str, Any]]) -> tuple[Any, ...]:
 
 def _prep(path: list[dict[str, Any]]) -> Any:
     prep = prepare_compaction(path, SMALL_KEEP)
-    return preparation_json(prep) if prep else prep.reason
+    return preparation_json(prep, context_tokens=0) if prep else prep.reason
 
 
 @settings(max_examples=150, deadline=None)

@@ -5,6 +5,7 @@ extended by appends answers exactly as one built from scratch."""
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 from compactd.compaction import reports
@@ -298,3 +299,83 @@ def test_context_edits_name_their_target_and_mark_it() -> None:
     assert rows["x"]["kind"] == "contextEdit"
     assert rows["u"]["contextEdit"] == "omitted" and rows["a"]["contextEdit"] == "replaced"
     assert all("contextEdit" not in rows[i] for i in "xyz")
+    # The whole tree (`session/tree` without `limit`) reads the same: marks and previews.
+    full = {n["id"]: n for n in full_nodes(session)}
+    for eid, row in rows.items():
+        assert {k: full[eid].get(k) for k in ("preview", "kind", "contextEdit")} == {
+            k: row.get(k) for k in ("preview", "kind", "contextEdit")}, eid
+
+
+REAL = Path(__file__).resolve().parents[1] / "fixtures" / "real-programs"
+
+
+def test_whole_and_paged_tree_agree_on_the_files_pi_16_and_oh_my_pi_wrote() -> None:
+    """Every node of the files the real Pi 1.6.0 and oh-my-pi 18.2.3 wrote is the same in the whole
+    tree and in the pages, context-edit marks included: Pi 1.6 omitted its cut answer itself."""
+    for name in ("pi-1.6.0-context-edits.jsonl", "oh-my-pi-18.2.3-compacted.jsonl"):
+        session = Session.open(REAL / name)
+        paged = reassemble(TreePanel(), session, limit=4)
+        whole = full_nodes(session)
+        assert [{k: v for k, v in n.items() if k != "branches"} for n in paged] == whole, name
+    pi16 = {n["id"]: n for n in full_nodes(Session.open(REAL / "pi-1.6.0-context-edits.jsonl"))}
+    cut = next(n for n in pi16.values() if n["preview"].startswith("This answer stops"))
+    assert cut["contextEdit"] == "omitted"
+    assert sorted(n["contextEdit"] for n in pi16.values() if "contextEdit" in n) == ["omitted", "replaced"]
+    assert any(n["preview"] == "context edit: omits a message: assistant “This answer stops in the midd”"
+               for n in pi16.values())
+
+
+def test_dry_run_and_the_compaction_node_compare_the_same_estimates() -> None:
+    """Like with like (issue 27): the dry run's `estimatedTokensBefore` is the `contextBefore` the
+    compaction made at that leaf then shows (both the chars/4 estimate of the whole context, the
+    Pi 1.6 system message and an earlier summary included), and the node's `contextAfter` is the
+    dry run's kept estimate plus the new summary."""
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures"
+    checked = 0
+    for path, keep in ((REAL / "pi-1.6.0-context-edits.jsonl", 5), (fixtures / "pi-before-compaction.v1.jsonl", 2000)):
+        session = Session.open(path)
+        leaf = session.leaf_id
+        report = reports.prepare_report(session, leaf, keep_recent_tokens=keep)
+        assert report is not None
+        summary = "## Goal\nThe summary the model wrote."
+        entry = {"type": "compaction", "id": "new-compaction", "parentId": leaf, "timestamp": "2026-12-01T00:00:00.000Z",
+                 "summary": summary, "firstKeptEntryId": report["firstKeptEntryId"], "tokensBefore": report["tokensBefore"]}
+        by_id = {**session.by_id, entry["id"]: entry}
+        node = delta_nodes([entry], by_id, {}, entry["id"])[0]
+        assert node["contextBasis"] == "estimate"
+        assert node["contextBefore"] == report["estimatedTokensBefore"], path.name
+        summary_message = context_from_path([entry], entry["id"]).messages[0]
+        assert node["contextAfter"] == report["estimatedTokensKept"] + estimate_tokens(summary_message), path.name
+        assert report["estimatedTokensKept"] == report["estimatedTokensAfter"]  # Pi's own estimate is chars/4 too
+        checked += 1
+    assert checked == 2
+    # The Pi 1.6 file starts with its system message: counted on both sides, not only in the tree.
+    system = Session.open(REAL / "pi-1.6.0-context-edits.jsonl").entries[2]
+    assert system["message"]["role"] == "system"
+
+
+def test_pages_count_the_rows_they_leave_out() -> None:
+    """`moreBefore` / `moreAfter`: how many rows of the list come before / after a page, so a
+    panel's "Earlier entries…" row says what it stands for; the top level counts every root's run."""
+    checked = 0
+    for seed in range(3):
+        entries = random_entries(700 + seed, 250)
+        session = session_of(entries, entries[-1]["id"])
+        panel = TreePanel()
+        full = full_nodes(session)
+        keys: list[str | None] = [None, *(c for n in full if len(n["children"]) > 1 for c in n["children"])]
+        for key in keys:
+            ids = [r["id"] for r in whole_list(panel, session, key, 1000)]
+            for i in range(0, len(ids), 7):
+                got = page(panel, session, limit=3, branch=key, after=ids[i], top=key is None)["lists"][0]
+                shown = [r["id"] for r in got["rows"]]
+                assert shown == ids[i + 1:i + 4]
+                if not shown:
+                    continue
+                assert got["moreBefore"] == i + 1 and got["moreAfter"] == len(ids) - (i + 1) - len(shown)
+                assert got["hasMoreBefore"] is (got["moreBefore"] > 0) and got["hasMoreAfter"] is (got["moreAfter"] > 0)
+                checked += 1
+        screen = page(panel, session, limit=5)
+        for lst in screen["lists"]:
+            assert lst["hasMoreBefore"] is (lst["moreBefore"] > 0)
+    assert checked > 100

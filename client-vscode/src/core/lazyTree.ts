@@ -57,9 +57,11 @@ export class LazyTreeModel implements TreeModel {
     } else if (direction === 'before') {
       known.rows = [...page.rows, ...known.rows];
       known.hasMoreBefore = page.hasMoreBefore;
+      known.moreBefore = page.moreBefore;
     } else {
       known.rows = [...known.rows, ...page.rows];
       known.hasMoreAfter = page.hasMoreAfter;
+      known.moreAfter = page.moreAfter;
     }
     this.rebuild();
   }
@@ -121,5 +123,6 @@ export class LazyTreeModel implements TreeModel {
 }
 
 function copyPage(page: TreeListPage): ListState {
-  return { rows: [...page.rows] as TreeRowNode[], hasMoreBefore: page.hasMoreBefore, hasMoreAfter: page.hasMoreAfter };
+  return { rows: [...page.rows] as TreeRowNode[], hasMoreBefore: page.hasMoreBefore, hasMoreAfter: page.hasMoreAfter,
+    moreBefore: page.moreBefore, moreAfter: page.moreAfter };
 }

@@ -132,6 +132,9 @@ export interface TreeListPage {
   rows: TreeRowNode[];
   hasMoreBefore: boolean;
   hasMoreAfter: boolean;
+  /** Rows of the list before / after this page, not sent (older daemons leave them out). */
+  moreBefore?: number;
+  moreAfter?: number;
 }
 
 export interface TreePageResult {

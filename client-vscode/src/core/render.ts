@@ -154,6 +154,8 @@ const PREPARE_KEYS = [
   'estimatedTokensSummarized',
   'tokensBefore',
   'estimatedTokensAfter',
+  'estimatedTokensKept',
+  'compat',
   'firstKeptEntryId',
   'isSplitTurn',
   'turnStartEntryId',
@@ -197,14 +199,18 @@ export function prepareCompactionMarkdown(result: Record<string, unknown> | null
     );
     return out.join('\n');
   }
-  const after = result.estimatedTokensAfter;
+  // Like with like: the kept figure of the same basis as the context now (under oh-my-pi's rules
+  // estimatedTokensAfter is its own estimate; estimatedTokensKept is characters ÷ 4).
+  const after = typeof result.estimatedTokensKept === 'number' ? result.estimatedTokensKept : result.estimatedTokensAfter;
   const estBefore = result.estimatedTokensBefore;
   const summarized = result.estimatedTokensSummarized;
   if (typeof estBefore === 'number' && typeof after === 'number') {
-    // Like with like: both figures are characters ÷ 4 estimates (Pi's tokensBefore is the provider's usage).
+    // Both figures are characters ÷ 4 estimates (Pi's tokensBefore is the provider's usage), the
+    // basis of the compaction's own figures in the session tree.
     const saved = estBefore > 0 ? Math.round((100 * (estBefore - after)) / estBefore) : 0;
     out.push(`Context now, estimated: about **${fmtInt(estBefore)}** tokens; kept after compaction: about **${fmtInt(after)}** ` +
-      `tokens (−${saved}%) **plus the summary** the model writes. Both are characters ÷ 4 estimates.`, '');
+      `tokens (−${saved}%) **plus the summary** the model writes. Both are characters ÷ 4 estimates of what the model gets ` +
+      '(system prompt and earlier summaries included), as the session tree shows a compaction\'s figures.', '');
     if (typeof summarized === 'number') {
       out.push(`The summary replaces about **${fmtInt(summarized)}** tokens of messages; the context shrinks only if the summary is shorter than that.`, '');
       if (summarized < TYPICAL_SUMMARY_TOKENS) {
@@ -213,6 +219,10 @@ export function prepareCompactionMarkdown(result: Record<string, unknown> | null
       }
     }
     if (typeof result.tokensBefore === 'number') out.push(`Pi's own figure for the context now (provider usage plus estimate): ${fmtInt(result.tokensBefore)} tokens.`, '');
+    if (result.compat === 'omp') out.push('Prepared by oh-my-pi 18\'s rules (the file is oh-my-pi\'s).', '');
+    if (result.compat === 'omp' && typeof result.estimatedTokensAfter === 'number' && result.estimatedTokensAfter !== after) {
+      out.push(`oh-my-pi's own estimate of what is kept (its tokenizer): ${fmtInt(result.estimatedTokensAfter)} tokens.`, '');
+    }
   } else if (typeof result.tokensBefore === 'number' && typeof after === 'number') {
     out.push(`Context now: **${fmtInt(result.tokensBefore)}** tokens (Pi's figure); kept after compaction: about **${fmtInt(after)}** tokens (estimate), before the summary itself is added.`, '');
   }

@@ -66,6 +66,8 @@ export interface MoreRows {
   readonly cursor: string;
   readonly parentRowId: string | undefined;
   readonly depth: number;
+  /** How many rows of the list it stands for, when the daemon said. */
+  readonly count: number | undefined;
 }
 
 export type TreeElement = Row | BranchGroup | MoreRows;
@@ -93,6 +95,8 @@ export interface ListState {
   rows: TreeRowNode[];
   hasMoreBefore: boolean;
   hasMoreAfter: boolean;
+  moreBefore?: number;
+  moreAfter?: number;
 }
 
 /** The top level's key among the lists (a branch's key is its first entry id). */
@@ -118,8 +122,12 @@ export function layoutLists(lists: ReadonlyMap<string, ListState>, pathKeys: rea
     out.byId.set(row.id, row);
     out.elements.set(row.id, row);
   };
+  // One per list and direction at most: the id names the list, so a stretch of the path between
+  // two branch points never shows two (tests: lazyTree.test.ts).
   const more = (key: string, direction: 'before' | 'after', cursor: string, parentRowId: string | undefined, depth: number): MoreRows => {
-    const el: MoreRows = { type: 'more', id: `more:${direction}:${key}`, list: branchOf(key), direction, cursor, parentRowId, depth };
+    const state = lists.get(key);
+    const count = direction === 'before' ? state?.moreBefore : state?.moreAfter;
+    const el: MoreRows = { type: 'more', id: `more:${direction}:${key}`, list: branchOf(key), direction, cursor, parentRowId, depth, count };
     out.elements.set(el.id, el);
     return el;
   };
@@ -327,7 +335,13 @@ export function containsLeafPath(el: TreeElement): boolean {
   return el.type === 'branch' ? el.containsLeaf : false;
 }
 
+/** "459 earlier entries…": each gap of the path says how much it holds, so the gaps between
+ * branch points read as different stretches, not as one row repeated. */
 export function moreText(el: MoreRows): RowText {
+  const word = el.direction === 'before' ? 'earlier' : 'more';
+  if (typeof el.count === 'number' && el.count > 0) {
+    return { label: `${plural(el.count, `${word} entry…`, `${word} entries…`)}`, description: 'load the next page' };
+  }
   return { label: el.direction === 'before' ? 'Earlier entries…' : 'More entries…', description: 'load the next page' };
 }
 

@@ -72,3 +72,20 @@ export function writeBranchingSession(dir: string): { file: string; leafId: stri
   add('e1', 'e0');
   return { file: write(path.join(dir, 'branching.jsonl'), lines), leafId: 'e1' };
 }
+
+/** A path of `stretches` runs of `length` entries; each run but the last ends at a branch point
+ * that also has a one-entry side branch (written first, so the path is the second child). */
+export function writeStretchedSession(dir: string, stretches: number, length: number): { file: string; leafId: string } {
+  const lines: Line[] = [header(dir, 2)];
+  let i = 0;
+  let parent: string | null = null;
+  for (let s = 0; s < stretches; s++) {
+    for (let k = 0; k < length; k++) {
+      const id = `p${s}-${k}`;
+      lines.push(message(id, parent, i++, i % 2 === 1 ? 'user' : 'assistant', `stretch ${s} entry ${k}`));
+      parent = id;
+    }
+    if (s < stretches - 1) lines.push(message(`side${s}`, parent, i++, 'user', `side branch ${s}`));
+  }
+  return { file: write(path.join(dir, 'stretched.jsonl'), lines), leafId: parent! };
+}

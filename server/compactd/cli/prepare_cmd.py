@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import argparse
+from typing import Any
 
+from compactd.compaction.figures import estimated_context_tokens
+from compactd.compaction.prepare import CompactionPreparation
 from compactd.compaction.reports import preparation_json, run_prepare
 from compactd.compaction.settings import COMPAT_CHOICES, applied_compat
-from compactd.session import SessionError
+from compactd.session import Session, SessionError
 from compactd.session.tree import path_to
 
 from ._common import (
@@ -36,6 +39,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
+def _report(session: Session, leaf: str | None, prep: CompactionPreparation, show_text: bool) -> dict[str, Any]:
+    leaf_id = leaf if leaf is not None else session.leaf_id
+    assert leaf_id is not None  # something was prepared, so there is a leaf
+    return preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_id), include_text=show_text)
+
+
 def _run(args: argparse.Namespace) -> int:
     session = open_session(args.file)
     require_entry(session, args.leaf, "--leaf")
@@ -47,12 +56,12 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         # The text is opt-in as in the human-readable form: on a long uncompacted path it is tens
         # of megabytes, and serializing it is most of the command's time.
-        print_json(preparation_json(prep, include_text=args.show_text) if prep else None)
+        print_json(_report(session, args.leaf, prep, args.show_text) if prep else None)
         return 0
     if not prep:
         print(f"nothing to compact: {prep.message}")
         return 0
-    report = preparation_json(prep, include_text=args.show_text)
+    report = _report(session, args.leaf, prep, args.show_text)
     depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
     print(f"semantics          {'oh-my-pi 18' if prep.compat == 'omp' else 'Pi'} (compat)")
     print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")

@@ -4,7 +4,7 @@ branches), not the depth of the path, so a whole tree of a long session stays li
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from compactd.session.context import context_from_path
@@ -32,10 +32,7 @@ def compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, An
         figures.update(contextBasis="recorded", contextBefore=before, contextAfter=recorded_after)
     else:
         parent = entry.get("parentId")
-        estimated_before = 0
-        if isinstance(parent, str) and parent in by_id:
-            tail = context_tail(by_id, parent)
-            estimated_before = sum(estimate_tokens(m) for m in context_from_path(tail, parent).messages)
+        estimated_before = estimated_context_tokens(by_id, parent) if isinstance(parent, str) and parent in by_id else 0
         figures.update(contextBasis="estimate", contextBefore=estimated_before, contextAfter=after)
     figures["contextShrank"] = figures["contextAfter"] < figures["contextBefore"]
     for field, name in (("method", "compactionMethod"), ("warning", "compactionWarning")):
@@ -43,6 +40,18 @@ def compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, An
         if isinstance(value, str) and value:
             figures[name] = value
     return figures
+
+
+def estimated_context_tokens(by_id: Mapping[str, Entry], leaf_id: str) -> int:
+    """The chars/4 estimate of the context the model gets at `leaf_id`: every message of it, the
+    system message, the latest compaction's summary and branch summaries included, context edits
+    applied. The one figure both sides compare: a compaction node's `contextBefore` (at its parent)
+    and the dry run's `estimatedTokensBefore` (at the leaf it would compact) are this."""
+    return context_estimate(context_from_path(context_tail(by_id, leaf_id), leaf_id).messages)
+
+
+def context_estimate(messages: Iterable[dict[str, Any]]) -> int:
+    return sum(estimate_tokens(m) for m in messages)
 
 
 def _is_number(value: Any) -> bool:

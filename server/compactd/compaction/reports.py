@@ -20,7 +20,7 @@ from .branch import (
 )
 from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
 from .exact_tokens import ExactTokenCache, count_entry_messages
-from .figures import compaction_figures, summarized_entries
+from .figures import compaction_figures, estimated_context_tokens, summarized_entries
 from .prepare import CompactionPreparation, NotPrepared, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
 from .serialize import SerializedTextCache
@@ -103,11 +103,13 @@ def _compaction_settings(keep_recent_tokens: int | None, reserve_tokens: int | N
     )
 
 
-def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
+def preparation_json(prep: CompactionPreparation, *, context_tokens: int, include_text: bool = True,
                      text_as_json: bool = False) -> dict[str, Any]:
     """The dry-run answer; without `include_text`, `conversationText` and `turnPrefixText` are
     null (nothing serialized). With `text_as_json` the two texts are `EncodedJsonString`s, for a
-    writer that sends their parts as they are (`rpc/answers.py`)."""
+    writer that sends their parts as they are (`rpc/answers.py`). `context_tokens`: the chars/4
+    estimate of the context at the leaf (`figures.estimated_context_tokens`), the figure a
+    compaction made there shows as its `contextBefore`."""
     if include_text and text_as_json:
         conversation: Any = prep.conversation_json()
         turn_prefix: Any = prep.turn_prefix_json()
@@ -116,7 +118,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
     else:
         conversation = turn_prefix = None
     summarized = _estimate_pairs(prep.summarized) + _estimate_pairs(prep.turn_prefix)
-    previous = (len(prep.previous_summary) + 3) // 4 if prep.previous_summary else 0
+    # oh-my-pi's estimatedTokensAfter is its own (byte-based) estimate; the comparison needs chars/4.
+    kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept)
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
@@ -130,10 +133,11 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
         "conversationText": conversation,
         "turnPrefixText": turn_prefix,
         "estimatedTokensAfter": prep.estimated_tokens_after,
-        # Like with like: the chars/4 estimate of what is summarized, and of the context now (kept +
-        # summarized + the previous summary), beside the estimate after (`tokensBefore` is usage).
+        # Like with like, all chars/4 estimates (`tokensBefore` is usage): the context now, as the
+        # tree shows a compaction's context before; what is summarized; what is kept verbatim.
         "estimatedTokensSummarized": summarized,
-        "estimatedTokensBefore": prep.estimated_tokens_after + summarized + previous,
+        "estimatedTokensBefore": context_tokens,
+        "estimatedTokensKept": kept,
         "compat": prep.compat,
     }
 
@@ -175,8 +179,9 @@ def prepare_report(
             prep = prepare_omp(path_to(session.by_id, leaf_key) if leaf_key is not None else [], settings)
         else:
             prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-        report = (preparation_json(prep, include_text=include_text, text_as_json=text_as_json)
-                  if isinstance(prep, CompactionPreparation) else None)
+        report = (preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_key),
+                                   include_text=include_text, text_as_json=text_as_json)
+                  if isinstance(prep, CompactionPreparation) and leaf_key is not None else None)
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.
         del prep

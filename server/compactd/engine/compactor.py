@@ -44,6 +44,7 @@ from ..compaction.chunking import (
 )
 from ..compaction import omp
 from ..compaction.exact_tokens import get_counter
+from ..compaction.figures import context_estimate
 from ..compaction.prepare import CompactionPreparation, NoCompactionReason, messages_of, prepare_compaction
 from ..compaction.prompts import (
     SPLIT_TURN_SEPARATOR,
@@ -207,11 +208,13 @@ def _prepare(path: list[dict[str, Any]], settings: CompactionSettings, compat: s
         )
         return CompactionError(message, code, prep.message)
     assert isinstance(prep, CompactionPreparation)
+    context = context_from_path(path)
     return _Prepared(
         prep=prep,
         path_ids=[e["id"] for e in path],
-        thinking_level=context_from_path(path).thinking_level,
-        preparation_json=preparation_json(prep),  # also computes the serialized conversation texts
+        thinking_level=context.thinking_level,
+        # (also computes the serialized conversation texts)
+        preparation_json=preparation_json(prep, context_tokens=context_estimate(context.messages)),
         history_messages=convert_to_llm(messages_of(prep.messages_to_summarize)),
         prefix_messages=convert_to_llm(messages_of(prep.turn_prefix_messages)),
     )

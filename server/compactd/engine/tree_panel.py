@@ -23,7 +23,7 @@ from typing import Any
 
 from compactd.compaction.figures import compaction_figures, summarized_entries
 from compactd.session.tree_index import TreeIndex
-from compactd.session.views import entry_kind, entry_preview, entry_role
+from compactd.session.views import context_edit_preview, entry_kind, entry_preview, entry_role
 
 Entry = dict[str, Any]
 
@@ -191,6 +191,10 @@ class _Pages:
             "rows": [self.row(eid) for eid in rows],
             "hasMoreBefore": bool(rows) and index.prev_in_list(rows[0]) is not None,
             "hasMoreAfter": bool(rows) and index.next_in_list(rows[-1]) is not None,
+            # How many rows of the list are not on this page, before and after it: what a panel's
+            # "Earlier entries…" row stands for.
+            "moreBefore": index.count_before(rows[0]) if rows else 0,
+            "moreAfter": index.count_after(rows[-1]) if rows else 0,
         }
 
     def node(self, eid: str) -> dict[str, Any]:
@@ -217,7 +221,7 @@ class _Pages:
             self.figures[eid] = figures
         preview = shown[5]
         if kind == "context_edit":
-            preview = self.edit_preview(eid, preview)
+            preview = self.edit_preview(eid)
         node: dict[str, Any] = {
             "id": shown[0],
             "parentId": shown[1],
@@ -238,14 +242,10 @@ class _Pages:
             node.update(figures)
         return node
 
-    def edit_preview(self, eid: str, own: str) -> str:
-        """A context edit says what it takes out: the target's kind and text, not its id."""
-        target_id = self.index.by_id[eid].get("targetId")
-        target = self.index.by_id.get(target_id) if isinstance(target_id, str) else None
-        if target is None:
-            return f"{own} (not in this file)"
-        text = entry_preview(target)
-        return f"{own}: {entry_kind(target)} “{text[:60] + '…' if len(text) > 60 else text}”"
+    def edit_preview(self, eid: str) -> str:
+        entry = self.index.by_id[eid]
+        target_id = entry.get("targetId")
+        return context_edit_preview(entry, self.index.by_id.get(target_id) if isinstance(target_id, str) else None)
 
     def row(self, eid: str) -> dict[str, Any]:
         node = self.node(eid)

@@ -237,6 +237,22 @@ class TreeIndex:
             return self.run_end[self.roots[index - 1]] if index > 0 else None
         return None
 
+    def count_before(self, eid: str) -> int:
+        """Rows listed before `eid` in its list (the earlier roots' runs too, at the top level)."""
+        run = self.head[eid]
+        count = self.pos[eid]
+        if self.parent[run] is None:
+            count += sum(self.pos[self.run_end[r]] + 1 for r in self.roots[: self.root_index[run]])
+        return count
+
+    def count_after(self, eid: str) -> int:
+        """Rows listed after `eid` in its list."""
+        run = self.head[eid]
+        count = self.pos[self.run_end[run]] - self.pos[eid]
+        if self.parent[run] is None:
+            count += sum(self.pos[self.run_end[r]] + 1 for r in self.roots[self.root_index[run] + 1:])
+        return count
+
     def leaf_path(self, leaf: str | None) -> list[tuple[str | None, str]]:
         """(list, the list's row on the path) for every list from the top level down to the
         leaf's: that row is a branch point, or the leaf itself in the last list."""

@@ -167,6 +167,26 @@ def entry_preview(entry: Entry) -> str:
     return f"{entry_type} entry" if isinstance(entry_type, str) else "entry of unknown type"
 
 
+def context_edit_preview(entry: Entry, target: Entry | None) -> str:
+    """A context edit's row says what it takes out: the target's kind and text, not its id."""
+    own = entry_preview(entry)
+    if target is None:
+        return f"{own} (not in this file)"
+    text = entry_preview(target)
+    return f"{own}: {entry_kind(target)} “{text[:60] + '…' if len(text) > 60 else text}”"
+
+
+def context_edit_marks(entries: list[Entry]) -> dict[str, str]:
+    """Pi 1.6 context edits by target, in file order (the latest edit wins, Q16-28): "omitted"
+    (`replacement` null) or "replaced"."""
+    marks: dict[str, str] = {}
+    for entry in entries:
+        target = entry.get("targetId") if entry.get("type") == "context_edit" else None
+        if isinstance(target, str):
+            marks[target] = "omitted" if entry.get("replacement") is None else "replaced"
+    return marks
+
+
 def _text(value: Any) -> str:
     """A field as display text: strings as they are, absent or null as nothing (never "None")."""
     if value is None:
@@ -270,6 +290,8 @@ def tree_report(session: Session | SessionView) -> dict[str, Any]:
 
 def _tree_report(session: Session | SessionView) -> dict[str, Any]:
     on_path = {e["id"] for e in session.get_branch()} if session.leaf_id is not None else set()
+    edits = context_edit_marks(session.entries)
+    by_id = session.by_id
     nodes: list[dict[str, Any]] = []
     stack = list(reversed(session.get_tree()))
     budget = step_budget(len(session.entries))
@@ -277,20 +299,28 @@ def _tree_report(session: Session | SessionView) -> dict[str, Any]:
         next(budget, None)  # lets other threads in now and then (compactd/session/steps.py)
         node = stack.pop()
         entry = node.entry
-        nodes.append(
-            {
-                "id": entry["id"],
-                "parentId": entry.get("parentId"),
-                "type": entry.get("type"),
-                "role": entry_role(entry),
-                "children": [child.entry["id"] for child in node.children],
-                "label": node.label,
-                "kind": entry_kind(entry),
-                "preview": entry_preview(entry),
-                "timestamp": entry.get("timestamp"),
-                "isLeaf": entry["id"] == session.leaf_id,
-                "onLeafPath": entry["id"] in on_path,
-            }
-        )
+        eid = entry["id"]
+        if entry.get("type") == "context_edit":
+            target_id = entry.get("targetId")
+            preview = context_edit_preview(entry, by_id.get(target_id) if isinstance(target_id, str) else None)
+        else:
+            preview = entry_preview(entry)
+        out: dict[str, Any] = {
+            "id": eid,
+            "parentId": entry.get("parentId"),
+            "type": entry.get("type"),
+            "role": entry_role(entry),
+            "children": [child.entry["id"] for child in node.children],
+            "label": node.label,
+            "kind": entry_kind(entry),
+            "preview": preview,
+            "timestamp": entry.get("timestamp"),
+            "isLeaf": eid == session.leaf_id,
+            "onLeafPath": eid in on_path,
+        }
+        edit = edits.get(eid)
+        if edit is not None:
+            out["contextEdit"] = edit
+        nodes.append(out)
         stack.extend(reversed(node.children))
     return {"leafId": session.leaf_id, "nodes": nodes}
