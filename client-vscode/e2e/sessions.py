@@ -1,7 +1,11 @@
-"""Session files the tree scenarios open, written as Pi, Pi 1.6 and oh-my-pi write them (shapes from
-the spec addendum /work/shared/spec/pi-behavior-1.6-and-omp18.md, §3-§9): a deeply branched 20k-entry
-session, a Pi 1.6 session with context edits and a usage entry, an oh-my-pi session with its title
-slot, a handoff compaction that recorded a warning, and its own entry types."""
+"""Session files the tree scenarios open beside the ones the real Pi 1.6.0 and oh-my-pi 18.2.3 wrote
+(tests/fixtures/real-programs, made by make_real_sessions.py): generated here in the shapes of the
+spec addendum (/work/shared/spec/pi-behavior-1.6-and-omp18.md, §3-§9) for what the real programs do
+not write in make_real_sessions.py's scenarios — a deeply branched 20k-entry session; a Pi 1.6 `usage`
+entry (written by its cache warmer, on a timer after a turn, for a model that declares a prompt-cache
+lifetime and prices; not driven there); an oh-my-pi handoff compaction whose dead-end guard recorded a
+warning (automatic maintenance that fails to free context), a null thinking level and a thinking-only
+answer, `model_usage` of a title model."""
 
 from __future__ import annotations
 
@@ -15,6 +19,7 @@ USAGE = {"input": 900, "output": 40, "cacheRead": 0, "cacheWrite": 0, "totalToke
          "cost": {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0, "total": 0}}
 LEAF_TEXT = "Done: the upload retry now backs off and passed 200 runs"
 DEEP_NAME = "Flaky upload retry investigation"
+OMP_HANDOFF_TITLE = "Handoff that freed too little"
 
 
 def iso(ms: int) -> str:
@@ -132,7 +137,7 @@ def oh_my_pi(path: Path, cwd: Path) -> Path:
     model_usage and title_change entries."""
     ms = T0 + 20_000_000
     e: list[dict[str, Any]] = [
-        {"type": "title", "v": 1, "title": "Refactor the notes loader", "updatedAt": iso(ms), "pad": " " * 64},
+        {"type": "title", "v": 1, "title": OMP_HANDOFF_TITLE, "updatedAt": iso(ms), "pad": " " * 64},
         header("0199c2d3-omp-session", cwd, ms),
         {"type": "model_change", "id": "b2000001", "parentId": None, "timestamp": iso(ms), "model": "openai/gpt-4o",
          "resolvedModelIsFallback": False},
@@ -157,7 +162,7 @@ def oh_my_pi(path: Path, cwd: Path) -> Path:
          "purpose": "title", "api": "openai-completions", "provider": "openai", "model": "gpt-4o-mini",
          "usage": USAGE, "stopReason": "stop"},
         {"type": "title_change", "id": "b200000a", "parentId": "b2000009", "timestamp": iso(ms + 9),
-         "title": "Refactor the notes loader", "source": "auto"},
+         "title": OMP_HANDOFF_TITLE, "source": "auto"},
         user("b200000b", "b200000a", ms + 10, "go on with the refactor"),
         assistant("b200000c", "b200000b", ms + 11, text("Refactored the loader into one function.")),
     ]

@@ -208,6 +208,32 @@ def test_4_navigate_with_summary_to_earlier_user_message(vscode: Workbench, sess
     vscode.clear_notifications()
 
 
+def test_4b_fork_keeps_labels_beside_their_targets(vscode: Workbench, session_file: Path) -> None:
+    """A label on the leaf (the branch summary), then a fork: in the new file the label still shows
+    on its entry, not as a row, and the summary says its branch is not in this file."""
+    vscode.command("compactd: Reveal Current Leaf")  # test 4 left a branch group open below it
+    vscode.wait_for_row(r"^● leaf · Branch summary", selected=True)
+    vscode.context_menu(r"^● leaf · Branch summary", "Set Label…")
+    vscode.wait_quick_input("Label: ")
+    vscode.type_in_quick_input("before-fork")
+    vscode.wait_for_row(r"^● leaf · \[before-fork\] · Branch summary · summarizes \d+ entries", timeout=20)
+    summary_id = next(e["id"] for e in reversed(lines(session_file)) if e["type"] == "branch_summary")
+    vscode.command("compactd: Fork to New Session File")
+    toast = vscode.toast(r"Forked into ")
+    toast.wait_for(state="visible", timeout=20_000)
+    fork = Path(re.search(r"Forked into (\S+\.jsonl)", " ".join(toast.inner_text().split())).group(1))
+    toast.locator(".monaco-button").filter(has_text="Open in Panel").first.click()
+    leaf = vscode.wait_for_row(r"^● leaf · \[before-fork\] · Branch summary · of a branch not in this file",
+                               timeout=30, selected=True)
+    assert leaf.level == 1
+    assert not [r.text for r in vscode.tree_rows() if re.match(r"^(● leaf · )?label", r.text)], vscode.tree_rows()
+    entries = lines(fork)
+    labels = [e for e in entries if e.get("type") == "label"]
+    assert [(e["targetId"], e["label"]) for e in labels] == [(summary_id, "before-fork")], labels
+    vscode.screenshot("fork-labels-beside-targets")
+    vscode.clear_notifications()
+
+
 def test_5_token_statistics_open_as_rendered_markdown(vscode: Workbench) -> None:
     vscode.command("compactd: Show Token Statistics")
     vscode.page.locator(".tabs-container .tab").filter(has_text=re.compile(r"^\[Preview\] token-stats-")).wait_for()

@@ -162,6 +162,24 @@ class Workbench:
     def click_row(self, pattern: str) -> None:
         self.page.locator(f"{TREE_PANE} .monaco-list-row").filter(has_text=re.compile(pattern)).first.click()
 
+    def context_menu(self, row_pattern: str, item: str) -> None:
+        """Right-click a tree row and choose a menu item (after the menu settles: VS Code ignores a
+        click that comes right after the menu opened)."""
+        self.page.locator(f"{TREE_PANE} .monaco-list-row").filter(has_text=re.compile(row_pattern)).first.click(button="right")
+        entry = self.page.locator(".context-view .action-item").filter(has_text=item).first
+        entry.wait_for(state="visible")
+        self.page.wait_for_timeout(400)
+        entry.hover()
+        entry.click()
+        entry.wait_for(state="detached", timeout=5000)
+
+    def hover_text(self, row_pattern: str, needle: str, timeout: float = 10) -> str:
+        """Hover a tree row and return the text of its tooltip once it shows `needle`."""
+        self.page.locator(f"{TREE_PANE} .monaco-list-row").filter(has_text=re.compile(row_pattern)).first.hover()
+        hover = self.page.locator(".workbench-hover, .monaco-hover").filter(has_text=needle).first
+        hover.wait_for(state="visible", timeout=timeout * 1000)
+        return " ".join(hover.inner_text().split())
+
     def edit_user_settings(self, settings: dict[str, object], file: Path, timeout: float = 30) -> None:
         """Replace the User settings the way a person does: settings.json in the editor, saved."""
         self.command("Preferences: Open User Settings (JSON)")
