@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+# The suite tests the repository alone: the summary benchmark's external sessions are data kept on one
+# machine beside the checkout (bench/quality/EXTERNAL.md), so the tests point it at a folder that never exists.
+os.environ["COMPACTD_EXTERNAL_SESSIONS"] = str(REPO_ROOT / "tests" / ".no-external-sessions")
 FIXTURES = REPO_ROOT / "tests" / "fixtures"
 PI_FIXTURE = FIXTURES / "pi-before-compaction.v1.jsonl"
 # Four more files the real Pi wrote (v1): name → path. Two hold one malformed line each.
