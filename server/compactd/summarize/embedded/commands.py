@@ -78,7 +78,7 @@ def interrupted(text: str) -> bool:
 
 READ_ONLY_TOOLS = {
     "read", "grep", "find", "ls", "glob", "search", "rg", "list", "view", "cat", "web_search", "fetch",
-    "webfetch", "todo_read", "todoread",
+    "webfetch", "web_fetch", "websearch", "todo_read", "todoread", "notebookread", "bashoutput", "listmcpresources",
 }
 # Shell commands that only look at things: not progress, and their "failures" (grep: no match) are noise.
 _READ_ONLY_COMMANDS = {

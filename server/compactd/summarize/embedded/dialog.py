@@ -40,7 +40,8 @@ _ACTION = re.compile(
     r"commit|push|change|use|port|investigate|build|test|document|clean|split|copy|revert|"
     r"set|tackle|support|handle|release|merge|deduplicate|reorganize|migrate|install|profile|speed|adjust|"
     r"modify|replace|extract|convert|analy[sz]e|plan|propose|close|publish|"
-    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
+    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try|switch|"
+    r"put|turn|bump|pin|enable|disable|allow|include|exclude|skip|ignore|return|call|send|store|save)\b",
     re.IGNORECASE,
 )
 # Requests to look at something (open, show, explain): information, not a goal of the work.
@@ -136,6 +137,12 @@ def is_negating(text: str) -> bool:
     return bool(_NEGATING_OPENER.match(flat) or _NEGATING_ANYWHERE.search(flat[:200]))
 
 
+def is_ack(text: str) -> bool:
+    """A message that only agrees, thanks, or says a word or two: nothing to keep in the user's words."""
+    flat = " ".join(text.split())
+    return not flat or bool(_ACK.match(flat) or _ASIDE.match(flat)) or len(flat.split()) <= 2
+
+
 def classify_user(text: str) -> str:
     """task | rule | correction | direction | question | look | ack."""
     flat = " ".join(text.split())
@@ -155,7 +162,7 @@ def classify_user(text: str) -> str:
         return "rule"
     if _LOOK.match(flat) and words <= 25 and not imperative:
         return "look"
-    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
+    if words <= 6 and not imperative and not re.search(r"[/`@]\w|\w\.\w", flat):
         return "ack"  # a short reply to the assistant ("yes, fully clean")
     if _CONTINUE.match(flat):
         return "ack"  # more of the same task, not a new one
@@ -320,3 +327,86 @@ def plan_items(text: str) -> list[str]:
     """The numbered steps of a plan in an assistant message."""
     return [clip(re.sub(r"^\s*\d+[.)]\s+", "", ln).strip().strip("*"), 200)
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
+
+
+def plan_steps(plan: str, limit: int = 8) -> list[str]:
+    """The steps of a plan written as Markdown: its list items (numbered or bulleted), else its sentences."""
+    lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]  # quoted blocks too
+    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in lines if LIST_MARK.match(ln)]
+    items = [it for it in items if _wordy(it)]
+    return (items or [clip(s, 200) for s in sentences(plan) if not s.startswith("#")])[:limit]
+
+
+def plan_title(plan: str) -> str:
+    """A plan's first heading, else its first sentence."""
+    title = next((ln.lstrip("#").strip() for ln in unfenced_lines(plan) if ln.startswith("#")), "")
+    return clip(title or next(iter(sentences(plan)), ""), 160)
+
+
+_ANSWER = re.compile(r'"([^"\n]{3,400}?)"\s*=\s*"([^"\n]{1,400}?)"')
+
+
+def answers(result: str) -> list[tuple[str, str]]:
+    """(question, answer) pairs of a result that reports the user's answers as "question"="answer"."""
+    return _ANSWER.findall(result)
+
+
+def plan_text(plan: str) -> str:
+    """A plan in one line: its title and first steps."""
+    title = next((ln.lstrip("#").strip() for ln in unfenced_lines(plan) if ln.startswith("#")), "")
+    steps = plan_steps(plan, 3)
+    return clip("; ".join(([f"plan “{title}”"] if title else []) + steps), 300)
+
+
+# Sentences of a long message worth keeping: rules, reasons, requests, questions, decisions.
+_KEEP = re.compile(r"\b(?:because|since|so that|otherwise|instead|rather|reason|why|want|need|should|must|"
+                   r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
+
+
+def condense(text: str, limit: int = 320) -> str:
+    """A user message in at most `limit` characters, in the user's words: short ones whole; long ones
+    cut to their opening sentence and the sentences that ask, rule or give a reason."""
+    parts = [LIST_MARK.sub("", s).strip() for s in sentences(text)]
+    parts = [p for p in parts if p]
+    if not parts:
+        return ""
+    whole = " ".join(parts)
+    if len(whole) <= limit:
+        return whole
+    items = {LIST_MARK.sub("", ln).strip() for ln in unfenced_lines(text) if LIST_MARK.match(ln)}
+    picked = [0] + [i for i, p in enumerate(parts) if i and (_KEEP.search(p) or _IMPERATIVE.match(p) or p in items)]
+    out: list[str] = []
+    used = 0
+    last = -1
+    for i in picked:
+        piece = ("… " if last >= 0 and i != last + 1 else "") + parts[i]
+        if used + len(piece) + 1 > limit:
+            if not out:
+                out.append(clip(parts[i], limit))
+            break
+        out.append(piece)
+        used += len(piece) + 1
+        last = i
+    return " ".join(out) + (" …" if last < len(parts) - 1 else "")
+
+
+# A lead-in that announces what was learned: "Key findings:", "Here's what I found:", "Current state:".
+_FINDINGS_LEAD = re.compile(r"\b(?:find|found|finding|learn|learned|key|summary|result|observ|conclu|notice|status|state|"
+                            r"discover)\w*\b[^:]*:\**$", re.IGNORECASE)
+
+
+def listed_findings(text: str, limit: int = 6) -> list[str]:
+    """The items of a list the assistant introduces as what it found or learned."""
+    out: list[str] = []
+    active = False
+    for line in unfenced_lines(text):
+        if not line:
+            continue
+        if LIST_MARK.match(line):
+            if active:
+                item = LIST_MARK.sub("", line).replace("**", "").strip()
+                if _wordy(item):
+                    out.append(clip(item, 240))
+            continue
+        active = bool(_FINDINGS_LEAD.search(line))
+    return out[:limit]

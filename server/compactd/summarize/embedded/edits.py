@@ -18,8 +18,8 @@ from .text import clip
 # (JS/TS), func/type (Go), fn/struct/enum/trait/impl (Rust), plus `name = (...) =>` arrow functions.
 _DEF = re.compile(
     r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?"
-    r"(def|class|function\*?|interface|type|enum|struct|trait|fn|func(?:\s*\([^)]*\))?|const|let|var|impl)\s+"
-    r"([A-Za-z_$][\w$]*)",
+    r"(defmodule|defp?|class|function\*?|interface|type|enum|struct|trait|fn|func(?:\s*\([^)]*\))?|const|let|var|impl)"
+    r"\s+([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)",
     re.MULTILINE,
 )
 _METHOD = re.compile(r"^\s{2,}(?:public |private |protected |static |async )*([a-z_$][\w$]*)\s*\([^)]*\)\s*(?::[^{]+)?\{",
@@ -77,7 +77,7 @@ def _names(text: str, path: str) -> list[str]:
             kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
             if kind in ("cons", "let", "var") and m.group(0)[:1].isspace():
                 continue  # an indented variable is a local, not something the file defines
-            out.append(name + "()" if kind in ("def", "func", "fn") else name)
+            out.append(name + "()" if kind in ("def", "defp", "func", "fn") else name)
         out += [m + "()" for m in _METHOD.findall(text) if m not in _KEYWORDS]
         if ext.endswith(_CONFIG_EXT):
             out += [f"`{k}`" for k in _KEY.findall(text)]
@@ -147,8 +147,17 @@ def _title(content: str, path: str) -> str:
     if path.lower().endswith(_DOC_EXT):
         m = _HEADING.search(content)
         return clip(m.group(1), 120) if m else clip(next((ln for ln in content.splitlines() if ln.strip()), ""), 120)
-    for ln in content.splitlines()[:15]:
+    lines = content.splitlines()[:15]
+    for i, ln in enumerate(lines):
         s = ln.strip()
+        if s.startswith("@moduledoc"):  # Elixir: the docstring follows (inline or on the next line)
+            doc = s.removeprefix("@moduledoc").strip().strip('"').strip() or next(
+                (x.strip() for x in lines[i + 1:] if x.strip()), "")
+            if doc and doc != "false" and len(doc.split()) >= 3:
+                return clip(doc.strip('"'), 140)
+            continue
+        if re.match(r"(?:defmodule|module|namespace)\b", s):
+            continue
         if not s or s.startswith("#!") or s.startswith("package ") or s.startswith("import ") or s == '"""':
             continue
         m = _COMMENT.match(s)
@@ -158,3 +167,15 @@ def _title(content: str, path: str) -> str:
             continue
         break
     return ""
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)  # `cat -n` style numbers some read tools add
+
+
+def describe_read(path: str, output: str) -> str:
+    """What a file that was read is: its title or docstring and what it defines ('' when nothing)."""
+    content = _LINE_NUMBER.sub("", output)
+    about = _title(content, path)
+    names = [n for n in _names(content, path) if not n.startswith("“")][:8]
+    parts = ([f"“{about}”"] if about else []) + (["defines " + ", ".join(names)] if names else [])
+    return "; ".join(parts)

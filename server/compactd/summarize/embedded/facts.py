@@ -12,13 +12,20 @@ from typing import Any
 from . import dialog as dl
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
+from .markup import declined, read_user, strip_injected
 from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
 
 _BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
 _SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
-_EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create")
+_EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create", "notebookedit")
+# The agent's own task list (a todo tool that rewrites the whole list), a plan put to the user for
+# approval, and work handed to a sub-agent whose report comes back as the result.
+_TODO_TOOLS = ("todowrite", "todo_write", "update_plan")
+_PLAN_TOOLS = ("exitplanmode", "exit_plan_mode")
+_AGENT_TOOLS = ("task", "agent", "subagent", "dispatch_agent")
+_ASK_TOOLS = ("askuserquestion", "ask_user", "ask_user_question")
 
 
 @dataclass
@@ -40,6 +47,7 @@ class Facts:
     changes: dict[str, Change] = field(default_factory=dict)
     modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
     read: list[str] = field(default_factory=list)
+    read_notes: dict[str, str] = field(default_factory=dict)  # path -> what the file is (title, definitions)
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     uncommitted: list[str] = field(default_factory=list)
@@ -56,6 +64,8 @@ class Facts:
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
     embedded: list[str] = field(default_factory=list)
+    said: list[tuple[int, str]] = field(default_factory=list)  # every message the user wrote, condensed
+    todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -119,6 +129,13 @@ class _Pass:
         if bash:  # the user's own `!command`
             self.user_command(bash.group("cmd"), bash.group("rest"))
             return
+        turn = read_user(text)
+        if turn.shell:  # the user's own shell command, in the harness's markup
+            self.user_command(*turn.shell)
+            return
+        text = turn.text
+        if not text:  # an interruption, or a slash command without arguments: no words of the user
+            return
         if f.first_user_raw is None and text.strip():
             f.first_user_raw = text.strip()
         cleaned, errors = dl.clean_user_text(text)
@@ -129,6 +146,10 @@ class _Pass:
         if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
             kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
+        if not dl.is_ack(cleaned):
+            condensed = dl.condense(cleaned)
+            if condensed:
+                f.said.append((self.seq, condensed))
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
@@ -202,7 +223,9 @@ class _Pass:
                 texts.append(block["text"].strip())
             elif block.get("type") == "toolCall":
                 args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
-                call = Call(str(block.get("name", "tool")), args, self.seq)
+                call = Call(str(block.get("name", "tool")).lower(), args, self.seq)
+                if call.name in _TODO_TOOLS:
+                    self.todos(args)
                 cid = str(block.get("id", f"call{self.seq}"))
                 self.calls[cid] = call
                 self.open_calls[cid] = call
@@ -232,7 +255,7 @@ class _Pass:
             self.awaiting_adoption = False
         else:
             f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
-        f.findings.extend(dl.finding_sentences(text))
+        f.findings.extend(dl.finding_sentences(text) + dl.listed_findings(text))
         said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
         for x in f.failures:  # the agent's explanation after a failure: a finding, or words that name it
             if x.diagnosis or x.resolved or not said:
@@ -250,15 +273,38 @@ class _Pass:
         if ends_turn and len(text) >= 80:
             f.recaps.append((self.seq, dl.recap_items(text)))
 
+    def todos(self, args: dict[str, Any]) -> None:
+        """The agent's task list, rewritten whole by each call: the latest one is the state of the work."""
+        items = args.get("todos") or args.get("plan") or []
+        if isinstance(items, list):
+            todos = [(str(t.get("status", "pending")), clip(str(t.get("content") or t.get("step") or ""), 200))
+                     for t in items if isinstance(t, dict)]
+            self.f.todos = [(st, c) for st, c in todos if c]
+
     # -- tool results --------------------------------------------------------------------------
     def result(self, msg: dict[str, Any]) -> None:
         cid = str(msg.get("toolCallId", ""))
-        call = self.calls.get(cid) or Call(str(msg.get("toolName", "tool")), {}, self.seq)
+        call = self.calls.get(cid) or Call(str(msg.get("toolName", "tool")).lower(), {}, self.seq)
         self.open_calls.pop(cid, None)
-        text = text_of(msg.get("content"))
+        text = strip_injected(text_of(msg.get("content")))
         if interrupted(text):
             return
         call.seq = self.seq
+        said = declined(text)
+        if said is not None:  # the user said no at the permission prompt: a rejection, not an error
+            self.declined(call, said)
+            return
+        if call.name in _TODO_TOOLS:
+            return
+        if call.name in _PLAN_TOOLS:
+            self.plan_presented(call)
+            return
+        if call.name in _AGENT_TOOLS:
+            self.agent_report(call, text)
+            return
+        if call.name in _ASK_TOOLS:
+            self.answered(call, text)
+            return
         command_like = call.name not in READ_ONLY_TOOLS and call.name not in _EDIT_TOOLS
         if msg.get("isError") or (command_like and looks_failed(text)):
             self.tools.failure(call, error_line(text), text)
@@ -270,6 +316,51 @@ class _Pass:
             self.edited(call)
             return
         self.tools.success(call, text)
+
+    def declined(self, call: Call, said: str) -> None:
+        f = self.f
+        what = dl.plan_text(str(call.args.get("plan", ""))) if call.name in _PLAN_TOOLS else call.short()
+        reason = clip(said, 450) if said else ""
+        f.decisions.append(Decision(clip(what, 300), self.seq, "rejected", reason))
+        if call.name in _PLAN_TOOLS and f.plan_seq == call.seq:
+            f.plan, f.plan_accepted = [], False
+        if said:  # what the user typed at the prompt is a message of theirs
+            self.prev_role = ""
+            self.user(said)
+
+    def plan_presented(self, call: Call) -> None:
+        """A plan the harness put to the user and the user approved: the call's plan, else the plan the
+        assistant wrote out just before asking."""
+        f = self.f
+        plan = str(call.args.get("plan") or "") or (self.last_assistant_text if len(self.last_assistant_text) >= 200 else "")
+        steps = dl.plan_steps(plan, 10)
+        if steps:
+            f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, True
+        title = dl.plan_title(plan)
+        f.decisions.append(Decision("**Plan approved by the user**" + (f": {title}" if title else ""), self.seq, "switch"))
+
+    def answered(self, call: Call, text: str) -> None:
+        """The user's answers to the questions the agent asked: decisions, with the options not taken."""
+        options: dict[str, list[str]] = {}
+        for q in call.args.get("questions") or []:
+            if isinstance(q, dict):
+                labels = [str(o.get("label", "")) + (f" ({clip(str(o['description']), 80)})" if o.get("description") else "")
+                          for o in q.get("options") or [] if isinstance(o, dict)]
+                options[str(q.get("question", ""))] = [lb for lb in labels if lb]
+        for question, answer in dl.answers(text):
+            others = [o for o in options.get(question, []) if not o.startswith(answer) and o.split(" (")[0] not in answer]
+            line = f"**User chose** “{clip(answer, 200)}” for: {clip(question, 160)}"
+            if others:
+                line += " (options not chosen: " + "; ".join(clip(o, 80) for o in others[:5]) + ")"
+            self.f.decisions.append(Decision(line, self.seq, "switch"))
+            self.f.said.append((self.seq, clip(f"{answer} (answering: {question})", 320)))
+
+    def agent_report(self, call: Call, report: str) -> None:
+        """A sub-agent's report: what it found is a finding of the work."""
+        task = clip(str(call.args.get("description") or call.args.get("prompt") or "sub-task"), 80)
+        points = dl.recap_items(report, 3)
+        if points:
+            self.f.findings.append(clip(f"{task}: " + " ".join(points), 400))
 
     def edited(self, call: Call) -> None:
         f = self.f

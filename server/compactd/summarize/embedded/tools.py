@@ -7,6 +7,7 @@ import re
 from typing import TYPE_CHECKING
 
 from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, same_file, segments
+from .edits import describe_read
 from .outcomes import listing, printed_values, run_tally
 from .resolve import Failure
 from .text import clip
@@ -59,6 +60,10 @@ class ToolEffects:
             return
         if call.name == "read" and call.path and call.path not in f.read:
             f.read.append(call.path)
+        if call.name == "read" and call.path:
+            what = describe_read(call.path, output)
+            if what:  # what the file turned out to be: a finding of its own in an exploration
+                f.read_notes[call.path] = what
         if self.asked and call.read_only() and call.name not in ("read",):
             shown = listing(output, 8)
             if shown:  # the user asked to see something: what came back is the answer

@@ -1,0 +1,187 @@
+"""Sessions as coding-agent harnesses write them (issue 25): injected reminders, slash commands, the
+user's own shell commands, interruptions, a call declined at the permission prompt, the agent's task
+list, a plan approved before work starts, a sub-agent's report — and the user's messages, condensed,
+in their own words. Every session here is synthetic, written for the test."""
+
+from __future__ import annotations
+
+from compactd.summarize.embedded.dialog import condense
+from compactd.summarize.embedded.markup import declined, read_user
+from compactd.summarize.extractive import extract_summary
+from tests.support.summarizers import make_request
+
+from .test_extractive import assistant, call, result, section, text, user
+
+REMINDER = ("<system-reminder>\nThe task list is empty. DO NOT mention this to the user. Never use emojis."
+            "\n</system-reminder>")
+
+
+def summarize(msgs: list) -> str:
+    return extract_summary(make_request(messages=msgs))
+
+
+def test_injected_reminders_are_not_the_users_words() -> None:
+    msgs = [
+        user("Add a --dry-run flag to the sync command in cli/sync.py\n" + REMINDER),
+        assistant(call("r", "Read", file_path="cli/sync.py")),
+        result("r", "Read", "     1→import click\n" + REMINDER),
+        assistant(text("Added the flag.")),
+    ]
+    out = summarize(msgs)
+    assert "mention this" not in out and "emojis" not in out
+    assert section(out, "## Goal") == "Add a --dry-run flag to the sync command in cli/sync.py"
+    assert section(out, "## Constraints & Preferences") == "(none)"
+
+
+def test_slash_commands_interruptions_and_shell_input_are_read_as_what_they_are() -> None:
+    assert read_user("<command-name>/clear</command-name>\n<command-message>clear</command-message>\n"
+                     "<command-args></command-args>").text == ""
+    review = read_user("<command-name>/review</command-name>\n<command-args>only the parser</command-args>")
+    assert (review.command, review.text) == ("/review", "only the parser")
+    stopped = read_user("[Request interrupted by user for tool use]")
+    assert stopped.interrupted and stopped.text == ""
+    shell = read_user("<bash-input>git status</bash-input>\n<bash-stdout>nothing to commit</bash-stdout><bash-stderr></bash-stderr>")
+    assert shell.shell == ("git status", "nothing to commit")
+    msgs = [
+        user("Port the importer in etl/load.py to the new client"),
+        assistant(call("b", "bash", command="make import")),
+        user("[Request interrupted by user for tool use]"),
+        user("<command-name>/cost</command-name>\n<command-message>cost</command-message>"),
+        user("<local-command-stdout>Total cost: $0.12</local-command-stdout>"),
+    ]
+    out = summarize(msgs)
+    assert section(out, "## Goal") == "Port the importer in etl/load.py to the new client"
+    assert "cost" not in out.lower()
+
+
+def test_a_call_declined_at_the_prompt_is_a_rejection_with_the_users_words_not_an_error() -> None:
+    said = declined("The user doesn't want to proceed with this tool use. The tool use was rejected "
+                    "(eg. if it was a file edit, the new_string was NOT written to the file). "
+                    "To tell you how to proceed, the user said:\nno, keep the old column name, the exports depend on it")
+    assert said == "no, keep the old column name, the exports depend on it"
+    assert declined("3 passed in 0.2s") is None
+    msgs = [
+        user("Rename the `cust_id` column to `customer_id` in db/schema.sql"),
+        assistant(text("I'll rename it."), call("e", "Edit", file_path="db/schema.sql",
+                                                 old_string="cust_id INT", new_string="customer_id INT")),
+        result("e", "edit", "The user doesn't want to proceed with this tool use. The tool use was rejected. "
+                            "To tell you how to proceed, the user said:\nno, keep the old column name, "
+                            "the exports depend on it", is_error=True),
+    ]
+    out = summarize(msgs)
+    assert section(out, "### Blocked") == "(none)"
+    decisions = section(out, "## Key Decisions")
+    assert "**Rejected by the user**: edit db/schema.sql" in decisions
+    assert "the exports depend on it" in decisions
+
+
+def test_the_agents_task_list_gives_done_in_progress_and_next() -> None:
+    todos = [{"content": "Write the migration", "status": "completed", "activeForm": "Writing"},
+             {"content": "Backfill the audit table", "status": "in_progress", "activeForm": "Backfilling"},
+             {"content": "Update the admin docs", "status": "pending", "activeForm": "Updating"}]
+    msgs = [
+        user("Add an audit table for logins and backfill it from the access logs"),
+        assistant(call("t", "TodoWrite", todos=todos)),
+        result("t", "TodoWrite", "Todos have been modified successfully."),
+        assistant(call("b", "bash", command="python scripts/backfill.py --since 2024-01-01")),
+    ]
+    out = summarize(msgs)
+    assert "- [x] Write the migration" in section(out, "### Done")
+    assert "Working on: Backfill the audit table" in section(out, "### In Progress")
+    assert "Update the admin docs" in section(out, "## Next Steps")
+    assert "TodoWrite" not in out and "todowrite" not in out
+
+
+def test_an_approved_plan_is_agreed_and_a_sub_agents_findings_are_kept() -> None:
+    plan = "# Cache the price lookups\n\n1. Add an LRU cache around `fetch_price`\n2. Invalidate it on the price webhook\n"
+    msgs = [
+        user("The checkout page is slow, find out why and fix it"),
+        assistant(call("a", "Task", description="Profile checkout", prompt="Find the slow part of checkout")),
+        result("a", "Task", "The slow part is `fetch_price`: it calls the pricing API once per cart line, "
+                            "about 40 calls per page. Nothing caches the answers."),
+        assistant(call("p", "ExitPlanMode", plan=plan)),
+        result("p", "ExitPlanMode", "User has approved your plan. You can now start coding."),
+    ]
+    out = summarize(msgs)
+    assert "**Plan agreed with the user**: Add an LRU cache around `fetch_price`; Invalidate it on the price webhook" \
+        in section(out, "## Key Decisions")
+    assert "it calls the pricing API once per cart line" in out
+
+
+def test_user_messages_are_listed_condensed_in_their_own_words() -> None:
+    long = ("Next, the export job. It runs nightly and writes one CSV per tenant into the bucket. "
+            "The finance team opens those files in Excel, and the column order is what their macros expect. "
+            "Keep the column order exactly as it is, because the macros break otherwise. "
+            "The timestamps are currently local time. Switch them to UTC. "
+            "There is a lot of history in that module and some of it looks odd but it works. "
+            "Also the file names look like export-3-2024.csv today which sorts badly in listings.")
+    msgs = [
+        user("Make the export job idempotent"),
+        assistant(text("Done: it now skips tenants whose file exists.")),
+        user("ok"),
+        user(long + "\n```\nTraceback (most recent call last):\n  File \"x.py\"\nKeyError: 'tz'\n```"),
+    ]
+    out = summarize(msgs)
+    said = section(out, "## User Messages").splitlines()
+    assert said[0] == "- Make the export job idempotent"
+    assert len(said) == 2  # the acknowledgement is not a message worth keeping
+    assert "Keep the column order exactly as it is, because the macros break otherwise." in said[1]
+    assert "Traceback" not in said[1] and len(said[1]) <= 330
+    assert condense("Use UTC.") == "Use UTC."
+
+
+def test_the_users_answers_to_the_agents_questions_are_decisions_with_the_options_left_out() -> None:
+    questions = [{"question": "Which storage should the cache use?", "header": "Storage",
+                  "options": [{"label": "Redis", "description": "shared between workers"},
+                              {"label": "In-process LRU", "description": "per worker, no new service"}]}]
+    msgs = [
+        user("Add caching to the search endpoint"),
+        assistant(call("q", "AskUserQuestion", questions=questions)),
+        result("q", "AskUserQuestion", 'User has answered your questions: "Which storage should the cache use?"='
+                                       '"In-process LRU". You can now continue with the user\'s answers in mind.'),
+    ]
+    out = summarize(msgs)
+    decisions = section(out, "## Key Decisions")
+    assert "**User chose** “In-process LRU” for: Which storage should the cache use?" in decisions
+    assert "options not chosen: Redis (shared between workers)" in decisions
+    assert "askuserquestion" not in section(out, "### Done").lower()
+
+
+def test_a_list_the_assistant_introduces_as_findings_is_kept_mid_turn() -> None:
+    msgs = [
+        user("Why does the nightly backup job take four hours?"),
+        assistant(text("Key findings:\n- The dump runs without compression, so 300 GB go over the network\n"
+                       "- Every table is locked one after another instead of using a snapshot\n\nLet me check the cron file."),
+                  call("r", "read", path="ops/backup.cron")),
+        result("r", "read", "0 2 * * * /opt/backup.sh\n"),
+    ]
+    out = summarize(msgs)
+    assert "The dump runs without compression, so 300 GB go over the network" in out
+    assert "Every table is locked one after another instead of using a snapshot" in out
+
+
+def test_what_a_file_that_was_read_is_goes_into_critical_context() -> None:
+    msgs = [
+        user("Explore how the billing module is organised"),
+        assistant(call("r", "read", path="lib/billing/invoice.ex")),
+        result("r", "read", '     1→defmodule Billing.Invoice do\n     2→  @moduledoc """\n'
+                            '     3→  Builds invoices from metered usage records.\n     4→  """\n'
+                            '     5→  def build(usage), do: usage\nend\n'),
+    ]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert "Read lib/billing/invoice.ex: “Builds invoices from metered usage records.”; " \
+           "defines Billing.Invoice, build()" in critical
+
+
+def test_a_tight_budget_trims_every_content_section_rather_than_emptying_one() -> None:
+    msgs = [user("Migrate the settings loader to TOML and keep the old JSON files readable")]
+    for i in range(30):
+        msgs += [assistant(call(f"e{i}", "edit", path=f"src/settings/part{i}.py", oldText="x = 1\n",
+                                newText=f"def load_part_{i}():\n    # reads part {i} of the settings from TOML\n    ...\n")),
+                 result(f"e{i}", "edit", "ok")]
+        msgs += [user(f"Also make sure part {i} never drops unknown keys, because plugin authors rely on them")]
+    out = extract_summary(make_request(messages=msgs, max_tokens=1200))
+    assert section(out, "### Done") != "(none)"
+    assert section(out, "## User Messages").splitlines()[0] == \
+        "- Migrate the settings loader to TOML and keep the old JSON files readable"  # the first message stays
+    assert section(out, "## Constraints & Preferences") != "(none)"
