@@ -106,7 +106,7 @@ def _call(body: str) -> tuple[str, dict[str, Any]]:
         return "bash", {"command": inner}
     if name in ("Read", "Write", "Update", "Edit", "MultiEdit", "List"):
         pi = {"Read": "read", "Write": "write", "List": "ls"}.get(name, "edit")
-        return pi, {"path": inner}
+        return pi, {"path": re.sub(r"^(file_path|path):\s*", "", inner)}  # older versions name the argument
     if name in ("Search", "Grep"):
         return "grep", keyed or {"pattern": inner}
     if name == "Glob":

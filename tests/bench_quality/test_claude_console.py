@@ -58,6 +58,11 @@ TRANSCRIPT = WELCOME + """\
   it filters out blank lines before counting.
 
 
+⏺ Write(file_path: tests/test_parse.py)…
+
+  ⎿  Wrote 3 lines to tests/test_parse.py
+
+
 ⏺ Update(src/parse.py)…
 
   ⎿  Updated src/parse.py with 1 addition and 1 removal
@@ -91,7 +96,8 @@ def test_the_region_is_the_session_up_to_the_compaction_with_calls_and_outputs_p
     out = convert(TRANSCRIPT, compaction=1)
     msgs = [e["message"] for e in out.before]
     assert [m["role"] for m in msgs] == ["user", "assistant", "toolResult", "assistant", "toolResult", "user",
-                                         "assistant", "toolResult", "assistant", "toolResult", "user"]
+                                         "assistant", "toolResult", "assistant", "toolResult", "assistant", "toolResult",
+                                         "user"]
     # The region starts at the last welcome box before the rule: the older session is not in it.
     assert "old session" not in json.dumps(out.before)
     assert msgs[0]["content"] == "the parser drops empty lines; fix it but keep the\npublic API as it is"
@@ -102,13 +108,15 @@ def test_the_region_is_the_session_up_to_the_compaction_with_calls_and_outputs_p
     bash = msgs[3]["content"][0]
     assert (bash["name"], bash["arguments"]) == ("bash", {"command": "git config core.hooksPath /dev/null"})
     assert msgs[4]["isError"] and msgs[4]["toolCallId"] == bash["id"]  # the user refused that call
-    text, edit = msgs[6]["content"]
+    text, write = msgs[6]["content"]
     assert text["text"] == "Understood. The bug is in split_lines:\n\nit filters out blank lines before counting."
+    assert (write["name"], write["arguments"]) == ("write", {"path": "tests/test_parse.py"})  # "file_path: " dropped
+    edit = msgs[8]["content"][0]
     assert (edit["name"], edit["arguments"]) == ("edit", {"path": "src/parse.py"})
-    assert "12 +  return list(lines)" in msgs[7]["content"][0]["text"]  # the diff the console showed
-    assert msgs[8]["content"][0]["name"] == "todo"
-    assert msgs[9]["content"][0]["text"] == "☒ Fix split_lines\n☐ Add a regression test"
-    assert msgs[10]["content"] == "/cost\nTotal cost:            $1.20"  # a slash command's output stays with it
+    assert "12 +  return list(lines)" in msgs[9]["content"][0]["text"]  # the diff the console showed
+    assert msgs[10]["content"][0]["name"] == "todo"
+    assert msgs[11]["content"][0]["text"] == "☒ Fix split_lines\n☐ Add a regression test"
+    assert msgs[12]["content"] == "/cost\nTotal cost:            $1.20"  # a slash command's output stays with it
     assert "Thinking" not in json.dumps(out.before) and "Tips for getting started" not in json.dumps(out.before)
 
 
@@ -135,5 +143,5 @@ def test_the_converted_file_opens_as_a_linear_pi_session(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr
     assert summary.read_text(encoding="utf-8").endswith("split_lines fixed.")
     branch = Session.open(out).get_branch()
-    assert len(branch) == 12  # 11 before the compaction, 1 kept after it
+    assert len(branch) == 14  # 13 before the compaction, 1 kept after it
     assert [e.get("parentId") for e in branch[1:]] == [e["id"] for e in branch[:-1]]
