@@ -185,3 +185,46 @@ def test_a_tight_budget_trims_every_content_section_rather_than_emptying_one() -
     assert section(out, "## User Messages").splitlines()[0] == \
         "- Migrate the settings loader to TOML and keep the old JSON files readable"  # the first message stays
     assert section(out, "## Constraints & Preferences") != "(none)"
+
+
+def test_a_project_checked_out_under_tmp_is_the_work_not_scratch() -> None:
+    msgs = [
+        user("Port the helpers in /tmp/proj to Rust and delete the Python files"),
+        assistant(call("w", "write", path="/tmp/proj/src/lib.rs", content="//! Helpers ported from Python.\npub fn add() {}\n")),
+        result("w", "write", "ok"),
+        assistant(call("b", "bash", command="rm /tmp/proj/src/helpers.py && rm -rf /tmp/scratch-build")),
+        result("b", "bash", ""),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "Wrote /tmp/proj/src/lib.rs: “Helpers ported from Python.”" in done  # `//!` is a doc comment
+    assert "Deleted /tmp/proj/src/helpers.py" in done
+    assert "scratch-build" not in done  # a /tmp directory the work never touched stays scratch
+
+
+def test_a_check_that_passed_before_later_edits_keeps_its_counts() -> None:
+    msgs = [
+        user("Make the parser accept empty input"),
+        assistant(call("t", "bash", command="cargo test")),
+        result("t", "bash", "test result: ok. 29 passed; 0 failed; 0 ignored"),
+        assistant(call("e", "edit", path="src/parse.rs", oldText="fn a() {}\n", newText="fn a() {}\nfn b() {}\n")),
+        result("e", "edit", "ok"),
+    ]
+    assert "`cargo test` passes (29 passed, 0 failed) (before the last edits)" in section(summarize(msgs), "### Done")
+
+
+def test_greetings_and_thanks_are_not_the_goal() -> None:
+    msgs = [user("Good afternoon! Thanks so much for the help yesterday. Could you add retries to the uploader?")]
+    out = summarize(msgs)
+    assert section(out, "## Goal") == "Could you add retries to the uploader?"
+    assert section(out, "## User Messages") == "- Could you add retries to the uploader?"
+
+
+def test_the_assistants_causal_explanations_are_findings() -> None:
+    msgs = [
+        user("Why is one region of math.rs uncovered?"),
+        assistant(text("The uncovered region is the error arm of `?`, which means it can only run on overflow."),
+                  call("r", "read", path="src/math.rs")),
+        result("r", "read", "fn f() {}"),
+    ]
+    assert "Finding: The uncovered region is the error arm of `?`, which means it can only run on overflow." \
+        in section(summarize(msgs), "## Critical Context")

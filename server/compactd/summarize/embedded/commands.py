@@ -90,8 +90,9 @@ _READ_ONLY_GH = {"view", "list", "status", "diff", "checks"}
 _READ_ONLY_GIT = {"status", "log", "diff", "show", "branch", "blame", "grep", "ls-files", "rev-parse", "fetch"}
 _CHECK = re.compile(
     r"^(?:npm (?:run )?(?:check|test|lint|build|typecheck)|pnpm (?:run )?\w+|yarn (?:run )?\w+|npx (?:tsc|tsgo|vitest|jest|"
-    r"eslint|biome)|tsc|tsgo|pytest|python3? -m (?:pytest|mypy|ruff|unittest)|ruff|mypy|cargo (?:check|test|build|clippy)|"
-    r"go (?:test|build|vet)|make(?: \w+)?|uv run \w+)\b"
+    r"eslint|biome)|tsc|tsgo|pytest|python3? -m (?:pytest|mypy|ruff|unittest)|ruff|mypy|"
+    r"cargo (?:check|test|build|clippy|llvm-cov|nextest|tarpaulin)|go (?:test|build|vet)|make(?: \w+)?|just(?: \w+)?|"
+    r"mix (?:test|compile|credo|dialyzer|format)|uv run \w+)\b"
 )
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||;|\n")
 

@@ -237,7 +237,8 @@ PROPOSAL = re.compile(
 _FINDING = re.compile(
     r"\b(?:(?:root )?cause (?:is|was)|the (?:problem|issue|bug|culprit|reason) (?:is|was)|turns out|found (?:that|the)|"
     r"is caused by|was caused by|comes from|because of|is due to|the leak|is leaking|never (?:gets|get|is) "
-    r"(?:removed|freed|called|closed|reset))\b",
+    r"(?:removed|freed|called|closed|reset)|which means|that's why|the reason|because (?:the|it|we|of|they|there|this|a|an)|"
+    r"is (?:not|never) (?:covered|used|called|reached|needed|set|supported))\b",
     re.IGNORECASE,
 )
 # Step-by-step narration of what it is about to do: never substance.
@@ -363,11 +364,21 @@ _KEEP = re.compile(r"\b(?:because|since|so that|otherwise|instead|rather|reason|
                    r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
 
 
+# Greetings, thanks and praise: the polite frame of a message, not what it asks.
+_POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
+                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|.{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
+                     re.IGNORECASE)
+
+
+def polite(sentence: str) -> bool:
+    return bool(_POLITE.match(sentence.strip()))
+
+
 def condense(text: str, limit: int = 320) -> str:
     """A user message in at most `limit` characters, in the user's words: short ones whole; long ones
     cut to their opening sentence and the sentences that ask, rule or give a reason."""
     parts = [LIST_MARK.sub("", s).strip() for s in sentences(text)]
-    parts = [p for p in parts if p]
+    parts = [p for p in parts if p and not polite(p)]
     if not parts:
         return ""
     whole = " ".join(parts)

@@ -30,7 +30,7 @@ _ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b")  # ENVIRONMENT_VARIABLES
 _KEY = re.compile(r"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*\S", re.MULTILINE)  # config keys
 _CONFIG_EXT = (".json", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".env")
 _DOC_EXT = (".md", ".mdx", ".rst", ".txt", ".adoc")
-_COMMENT = re.compile(r"^\s*(?:#|//|/\*+|\*|\"\"\"|''')\s*(.*?)\s*(?:\*/|\"\"\"|''')?\s*$")
+_COMMENT = re.compile(r"^\s*(?:#|//[/!]?|/\*+|\*|\"\"\"|''')\s*(.*?)\s*(?:\*/|\"\"\"|''')?\s*$")
 _KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "function", "constructor"}
 
 

@@ -21,7 +21,7 @@ import re
 
 from ..base import SummaryKind
 from .commands import command_family, is_typed_error
-from .dialog import CONSTRAINT_RE, stem
+from .dialog import CONSTRAINT_RE, polite, stem
 from .facts import Facts
 from .resolve import Failure
 from .render import Lines
@@ -50,6 +50,8 @@ def goal_text(request: str, limit: int = 400) -> str:
     picked: list[str] = []
     for s in sentences(request):
         s = LIST_MARK.sub("", s).strip()
+        if polite(s):
+            continue
         if picked and (CONSTRAINT_RE.search(s) or len(s.split()) < 4):
             continue
         if picked and sum(len(p) + 1 for p in picked) + len(s) > limit:
@@ -153,7 +155,8 @@ _DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "todo": 2, "prev
 
 def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     checks_ok = [f"`{fam}` passes" + (f" ({f.tallies[fam]})" if f.tallies.get(fam) else "")
-                 for fam, (seq, ok) in f.checks.items() if ok and seq >= f.last_code_edit_seq]
+                 + ("" if seq >= f.last_code_edit_seq else " (before the last edits)")
+                 for fam, (seq, ok) in f.checks.items() if ok]
     items = [("prev", t) for t in [*prev.get(DONE, []), *moved]]
     items += [(k, t) for _, k, t in f.done] + [("fixed", t) for t in _fixed_lines(f)]
     items += [("check", t) for t in checks_ok]

@@ -87,9 +87,9 @@ class ToolEffects:
             self.committed(call.seq, message, output)
             return
         renames, deleted = file_moves(call.command)
-        in_scratch = bool(_SCRATCH.match((cwd_of(call.command) or "").rstrip("/") + "/"))
-        renames = [(s, d) for s, d in renames if not _SCRATCH.match(s) and not (in_scratch and not s.startswith("/"))]
-        deleted = [d for d in deleted if not _SCRATCH.match(d) and not (in_scratch and not d.startswith("/"))]
+        in_scratch = self.scratch((cwd_of(call.command) or "").rstrip("/") + "/")
+        renames = [(s, d) for s, d in renames if not self.scratch(s) and not (in_scratch and not s.startswith("/"))]
+        deleted = [d for d in deleted if not self.scratch(d) and not (in_scratch and not d.startswith("/"))]
         if renames or deleted:
             self.moved(call.seq, renames, deleted)
             return
@@ -97,6 +97,13 @@ class ToolEffects:
             return  # scaffolding or scratch clean-up, not worth a line
         shown = printed_values(output)
         f.done.append((call.seq, "command", f"Ran `{clip(call.command, 160)}`" + (f" → {shown}" if shown else "")))
+
+    def scratch(self, path: str) -> bool:
+        """A scratch location, unless the work itself happens there (a project checked out under /tmp)."""
+        if not _SCRATCH.match(path):
+            return False
+        top = "/".join(path.split("/")[:3]) + "/"  # /tmp/<dir>/
+        return not any(p.startswith(top) for p in [*self.f.modified, *self.f.read])
 
     def moved(self, seq: int, renames: list[tuple[str, str]], deleted: list[str]) -> None:
         f = self.f
