@@ -228,3 +228,34 @@ def test_the_assistants_causal_explanations_are_findings() -> None:
     ]
     assert "Finding: The uncovered region is the error arm of `?`, which means it can only run on overflow." \
         in section(summarize(msgs), "## Critical Context")
+
+
+def test_a_missing_program_worked_around_is_fixed_and_short_listings_are_kept() -> None:
+    msgs = [
+        user("Explore the layout of the repository at /srv/apps/shop"),
+        assistant(call("t", "bash", command="tree /srv/apps/shop/lib -L 2")),
+        result("t", "bash", "(eval):1: command not found: tree", is_error=True),
+        assistant(text("Let me use find instead."), call("f", "bash", command="find /srv/apps/shop/lib -type d | sort")),
+        result("f", "bash", "/srv/apps/shop/lib\n/srv/apps/shop/lib/web\n/srv/apps/shop/lib/jobs\n"),
+        assistant(call("l", "bash", command="ls -la /srv/apps/shop/config")),
+        result("l", "bash", "total 8\n-rw-r--r-- 1 ana ana 120 Feb 10 23:12 dev.exs\n-rw-r--r-- 1 ana ana 80 Feb 10 23:12 prod.exs\n"),
+        assistant(call("r", "read", path="/srv/apps/shop/lib/web/router.ex")),
+        result("r", "read", "defmodule Web.Router do\nend\n"),
+        assistant(call("r2", "read", path="/srv/apps/shop/config/dev.exs")),
+        result("r2", "read", "import Config\n"),
+    ]
+    out = summarize(msgs)
+    assert "Fixed: (eval):1: command not found: tree (from `tree lib -L 2`) — Let me use find instead." \
+        in section(out, "### Done")
+    assert section(out, "### Blocked") == "(none)"
+    critical = section(out, "## Critical Context")
+    assert "Looked: `find lib -type d | sort` → lib, lib/web, lib/jobs" in critical  # relative to the root
+    assert "Looked: `ls -la config` → dev.exs, prod.exs" in critical
+
+
+def test_questions_the_assistant_asks_are_not_decisions() -> None:
+    msgs = [
+        user("Tidy up the report wording"),
+        assistant(text("Should I rewrite the summary rather than trim it?")),
+    ]
+    assert section(summarize(msgs), "## Key Decisions") == "(none)"

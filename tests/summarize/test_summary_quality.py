@@ -39,10 +39,11 @@ def test_embedded_answers_at_least_90_percent_of_development_probes_with_no_forb
 
 def test_embedded_answers_more_than_the_stored_model_summaries_on_their_regions(report: Report) -> None:
     anchors = {r.region.name for r in report.results if r.contender == STORED}
-    assert len(anchors) == 4
-    ours, theirs = report.score("embedded", regions=anchors), report.score(STORED, regions=anchors)
-    assert ours.total == theirs.total
-    assert ours.passed >= theirs.passed
+    assert len(anchors) >= 4
+    for name in sorted(anchors):  # on every region that has one, not only in total
+        ours, theirs = report.score("embedded", regions={name}), report.score(STORED, regions={name})
+        assert ours.total == theirs.total
+        assert ours.passed >= theirs.passed, (name, ours.passed, theirs.passed)
 
 
 def test_bench_smoke_prints_scores_per_category_for_every_contender(tmp_path: Path) -> None:

@@ -250,6 +250,10 @@ FIXED_CLAIM = re.compile(r"\b(?:fixed|resolved|now passes|now pass|passes now|wo
 _NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|resolved|pass)", re.IGNORECASE)
 
 
+# The agent turns to another way of doing what just failed: "let me use find instead", "I'll try X instead".
+WORKAROUND = re.compile(r"\b(?:use|try|using|trying|switch to|fall back to)\b[^.]{0,60}\binstead\b", re.IGNORECASE)
+
+
 # Notes about the agent's own tool use ("the sed didn't match"): process, not findings about the work.
 _PROCESS = re.compile(r"\b(?:sed|the command|my edit|the edit|the replacement|oldText|the regex|the grep)\b", re.I)
 
@@ -261,7 +265,7 @@ def prose_sentences(text: str) -> list[str]:
 
 def decision_sentences(text: str) -> list[str]:
     return [s for s in prose_sentences(text)
-            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith(":") and len(s) >= 25]
+            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith((":", "?")) and len(s) >= 25]
 
 
 def finding_sentences(text: str) -> list[str]:
@@ -374,7 +378,7 @@ def polite(sentence: str) -> bool:
     return bool(_POLITE.match(sentence.strip()))
 
 
-def condense(text: str, limit: int = 320) -> str:
+def condense(text: str, limit: int = 240) -> str:
     """A user message in at most `limit` characters, in the user's words: short ones whole; long ones
     cut to their opening sentence and the sentences that ask, rule or give a reason."""
     parts = [LIST_MARK.sub("", s).strip() for s in sentences(text)]

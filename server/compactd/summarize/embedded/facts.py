@@ -48,6 +48,7 @@ class Facts:
     modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
     read: list[str] = field(default_factory=list)
     read_notes: dict[str, str] = field(default_factory=dict)  # path -> what the file is (title, definitions)
+    looked: list[tuple[str, str]] = field(default_factory=list)  # read-only commands with a short output
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     uncommitted: list[str] = field(default_factory=list)
@@ -265,6 +266,12 @@ class _Pass:
             if about:  # the sentence that names it, and the one after it (often what to do about it)
                 i = said.index(about[0])
                 x.diagnosis = clip(" ".join(said[i:i + 2]), 300)
+        workaround = next((s for s in sentences(text) if dl.WORKAROUND.search(s)), None)
+        last = f.failures[-1] if f.failures else None
+        if workaround and last and not last.resolved and last.seq == self.seq - 1:
+            # right after a failure the agent turns to another way: the failure is worked around
+            last.resolved = True
+            last.diagnosis = last.diagnosis or clip(workaround.rstrip(":"), 200)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)

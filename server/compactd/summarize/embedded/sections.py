@@ -23,6 +23,7 @@ from ..base import SummaryKind
 from .commands import command_family, is_typed_error
 from .dialog import CONSTRAINT_RE, polite, stem
 from .facts import Facts
+from .outcomes import listing
 from .resolve import Failure
 from .render import Lines
 from .sectionkeys import (
@@ -35,7 +36,7 @@ _FILES_CHANGED = "Files changed: "
 _FILES_RENAMED = "Files renamed: "
 _FILES_DELETED = "Files deleted: "
 _MENTIONED = "Mentioned: "
-_CAPS = {USER: 14, GOAL: 6, CONSTRAINTS: 14, DONE: 30, IN_PROGRESS: 6, BLOCKED: 6, DECISIONS: 12, NEXT: 6, CRITICAL: 20,
+_CAPS = {USER: 24, GOAL: 6, CONSTRAINTS: 14, DONE: 30, IN_PROGRESS: 6, BLOCKED: 6, DECISIONS: 12, NEXT: 6, CRITICAL: 20,
          EARLY: 30, SUFFIX: 15}
 Previous = dict[str, list[str]]
 
@@ -83,6 +84,11 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     if kind == SummaryKind.HISTORY:
         _critical(out, f, prev)
     out.add(USER, _user_messages(f, prev))
+    if f.root:  # paths under the project root are shown relative to it, in commands too
+        prefix = f.root.rstrip("/") + "/"
+        for ln in out.items:
+            if not ln.text.startswith("Project root: "):
+                ln.text = ln.text.replace(prefix, "")
     return out
 
 
@@ -314,7 +320,9 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     # What the files read turned out to be (not the ones changed, Done describes those): kept when
     # there is room, which is when the work was mostly reading.
     notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
-    out.add(CRITICAL, notes[-12:], priority=1)
+    cut = (f.root.rstrip("/") + "/") if f.root else "\0"
+    looked = [f"Looked: `{clip(cmd, 100)}` → {listing(out_.replace(cut, ''), 12)}" for cmd, out_ in f.looked]
+    out.add(CRITICAL, notes[-12:] + dedupe(looked)[-8:], priority=1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 _SCRATCH = re.compile(r"^(?:/tmp/|/var/tmp/|/var/folders/|/private/tmp/|\$TMPDIR)")
 
 
+_MISSING_PROGRAM = re.compile(r"command not found|not recognized as an internal or external command")
+
 # A command that prints its own exit status was run to look at the failure, not to succeed.
 _PROBE = re.compile(r"echo [\"']?[\w =:-]*\$\?")
 
@@ -44,8 +46,8 @@ class ToolEffects:
         if family:
             f.checks[family] = (call.seq, False)
             f.tallies[family] = tally
-        if call.read_only() and not family:
-            return  # a search that found nothing is not an error of the work
+        if call.read_only() and not family and not _MISSING_PROGRAM.search(output):
+            return  # a search that found nothing is not an error of the work (a missing program is a fact)
         printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip().removeprefix("(no output)").strip()
         if _PROBE.search(call.command) or not printed and _ends_in_search(call):
             return  # a command run to see its exit status, or a search at the end of a chain that found nothing
@@ -64,12 +66,14 @@ class ToolEffects:
             what = describe_read(call.path, output)
             if what:  # what the file turned out to be: a finding of its own in an exploration
                 f.read_notes[call.path] = what
-        if self.asked and call.read_only() and call.name not in ("read",):
-            shown = listing(output, 8)
-            if shown:  # the user asked to see something: what came back is the answer
-                what = f"`{clip(call.command, 100)}`" if call.command else call.short()
-                f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
-                self.asked = False
+        shown = listing(output, 8) if call.read_only() and call.name != "read" else ""
+        if self.asked and shown:  # the user asked to see something: what came back is the answer
+            what = f"`{clip(call.command, 100)}`" if call.command else call.short()
+            f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
+            self.asked = False
+        elif shown and call.command and len(output.strip().splitlines()) <= 12:
+            # a short listing or search result: what the agent learned, kept when there is room
+            f.looked.append((call.command, output[:3000]))
         if not call.command or call.read_only():
             if not call.command and call.name not in READ_ONLY_TOOLS:
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
