@@ -259,3 +259,38 @@ def test_questions_the_assistant_asks_are_not_decisions() -> None:
         assistant(text("Should I rewrite the summary rather than trim it?")),
     ]
     assert section(summarize(msgs), "## Key Decisions") == "(none)"
+
+
+def test_hard_wrapped_messages_are_read_as_paragraphs_and_rules_outrank_chatter() -> None:
+    wrapped = ("I have been meaning to look at the importer for a while now and today seems like a good day to\n"
+               "start, since the nightly job keeps timing out. The logs are in the usual place and the\n"
+               "dashboards are up. It must stay compatible with the v1 file format, because partners still\n"
+               "send it. Tell me what you find.")
+    out = extract_summary(make_request(messages=[user(wrapped)]))
+    said = section(out, "## User Messages")
+    assert "It must stay compatible with the v1 file format, because partners still send it." in said
+    constraints = section(out, "## Constraints & Preferences")
+    assert constraints == "- It must stay compatible with the v1 file format, because partners still send it."
+    long = ("Some background first, the service was written years ago by a team that has since moved on. "
+            "Nobody has touched the retry code since and the tests are thin. The code is in svc/retry.go. "
+            "There are a couple of odd helpers in there. Do not change the public API of the package. "
+            "Make the backoff exponential.")
+    condensed = condense(long, 160)
+    assert "Do not change the public API of the package." in condensed  # a rule before plain statements
+    assert condensed.startswith("Some background first")
+
+
+def test_what_the_user_does_not_see_or_recall_is_not_a_rule() -> None:
+    out = summarize([user("Write the migration guide. I don't recall the old flag names, and I don't see the "
+                          "changelog either. Never mention the internal tracker in public docs.")])
+    assert section(out, "## Constraints & Preferences") == "- Never mention the internal tracker in public docs."
+
+
+def test_a_tight_budget_keeps_the_users_corrections_longest() -> None:
+    msgs = [user("Clean up the logging in the worker package"),
+            assistant(text("I removed the debug logs everywhere, including the audit trail.")),
+            user("no, the audit trail logs must stay, compliance reads them")]
+    for i in range(20):
+        msgs += [assistant(text(f"Step {i} checked.")), user(f"which file holds helper number {i} of the worker?")]
+    out = extract_summary(make_request(messages=msgs, max_tokens=300))
+    assert "no, the audit trail logs must stay, compliance reads them" in section(out, "## User Messages")

@@ -60,7 +60,7 @@ CONSTRAINT_RE = re.compile(
     re.IGNORECASE,
 )
 # Pasted material: JSON lines, stack frames, carets, shell prompts, `key: value` dumps.
-_PASTE_LINE = re.compile(r"^\s*(?:[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
+_PASTE_LINE = re.compile(r"^\s*(?:[│┃┌└├┐┘┤─═║╭╰╮╯].*|[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
                          r"\w+: -?\d+,?|[}\]],?|\$ .*|>.*)\s*$")
 # An error line quoted by the user (kept verbatim as evidence).
 _QUOTED_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w*)?(?:Error|Exception)\b\s*:|\berror(?:\[\w+\])?:|\berror TS\d+")
@@ -171,12 +171,18 @@ def classify_user(text: str) -> str:
     return "question" if "?" in flat else "ack"
 
 
+# First-person statements of what the user sees, knows or thinks: "I don't see", "I don't recall".
+_PERCEIVING = re.compile(r"^(?:\W*\w+\W+){0,3}?i (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|"
+                         r"remember|know|think|get|feel|believe|mind|care)\b", re.IGNORECASE)
+
+
 def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
-    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule."""
+    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule, nor
+    is what the user says they do not see or recall."""
     out = []
     for n, s in enumerate(sentences(text)):
         s = LIST_MARK.sub("", s).strip()
-        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower():
+        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower() or _PERCEIVING.match(s):
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
@@ -364,7 +370,7 @@ def plan_text(plan: str) -> str:
 
 
 # Sentences of a long message worth keeping: rules, reasons, requests, questions, decisions.
-_KEEP = re.compile(r"\b(?:because|since|so that|otherwise|instead|rather|reason|why|want|need|should|must|"
+_KEEP = re.compile(r"^be\b|\b(?:because|since|so that|otherwise|instead|rather|reason|why|want|need|should|must|"
                    r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
 
 
@@ -378,6 +384,20 @@ def polite(sentence: str) -> bool:
     return bool(_POLITE.match(sentence.strip()))
 
 
+def unwrapped(text: str) -> str:
+    """Hard-wrapped prose joined back into paragraphs (list items, fences and blank lines kept)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        prev = out[-1] if out else ""
+        if (s and prev.strip() and not LIST_MARK.match(line) and not s.startswith(("```", "#", "|"))
+                and not prev.strip().startswith(("```", "|")) and not prev.rstrip().endswith((":", "```"))):
+            out[-1] = prev.rstrip() + " " + s
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
 def condense(text: str, limit: int = 240) -> str:
     """A user message in at most `limit` characters, in the user's words: short ones whole; long ones
     cut to their opening sentence and the sentences that ask, rule or give a reason."""
@@ -389,18 +409,24 @@ def condense(text: str, limit: int = 240) -> str:
     if len(whole) <= limit:
         return whole
     items = {LIST_MARK.sub("", ln).strip() for ln in unfenced_lines(text) if LIST_MARK.match(ln)}
-    picked = [0] + [i for i, p in enumerate(parts) if i and (_KEEP.search(p) or _IMPERATIVE.match(p) or p in items)]
+
+    def weight(p: str) -> int:  # rules first, then asks and reasons, then the rest
+        if CONSTRAINT_RE.search(p) or _rule_like(p):
+            return 2
+        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items else 0
+
+    chosen = {0}
+    used = len(parts[0])
+    for i in sorted(range(1, len(parts)), key=lambda i: (-weight(parts[i]), i)):
+        if weight(parts[i]) == 0 or used + len(parts[i]) + 3 > limit:
+            continue
+        chosen.add(i)
+        used += len(parts[i]) + 3
     out: list[str] = []
-    used = 0
     last = -1
-    for i in picked:
-        piece = ("… " if last >= 0 and i != last + 1 else "") + parts[i]
-        if used + len(piece) + 1 > limit:
-            if not out:
-                out.append(clip(parts[i], limit))
-            break
-        out.append(piece)
-        used += len(piece) + 1
+    for i in sorted(chosen):
+        piece = clip(parts[i], limit) if i == 0 else parts[i]
+        out.append(("… " if last >= 0 and i != last + 1 else "") + piece)
         last = i
     return " ".join(out) + (" …" if last < len(parts) - 1 else "")
 

@@ -65,7 +65,7 @@ class Facts:
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
     embedded: list[str] = field(default_factory=list)
-    said: list[tuple[int, str]] = field(default_factory=list)  # every message the user wrote, condensed
+    said: list[tuple[int, str, int]] = field(default_factory=list)  # every user message condensed, its weight
     todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
 
     last_commit_seq: int = -1
@@ -140,6 +140,7 @@ class _Pass:
         if f.first_user_raw is None and text.strip():
             f.first_user_raw = text.strip()
         cleaned, errors = dl.clean_user_text(text)
+        cleaned = dl.unwrapped(cleaned)  # hard-wrapped prose back into paragraphs
         f.user_errors.extend(errors)
         kind = dl.classify_user(cleaned)
         if after_proposal_reply(self, cleaned) and kind in ("direction", "task", "rule", "question"):
@@ -148,9 +149,11 @@ class _Pass:
             kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
         if not dl.is_ack(cleaned):
-            condensed = dl.condense(cleaned)
-            if condensed:
-                f.said.append((self.seq, condensed))
+            condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
+            if condensed:  # how long it stays under a tight budget: rules and corrections longest
+                weight = 2 if kind in ("correction", "direction", "rule") or dl.CONSTRAINT_RE.search(condensed) else (
+                    1 if kind == "task" else 0)
+                f.said.append((self.seq, condensed, weight))
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
@@ -360,7 +363,7 @@ class _Pass:
             if others:
                 line += " (options not chosen: " + "; ".join(clip(o, 80) for o in others[:5]) + ")"
             self.f.decisions.append(Decision(line, self.seq, "switch"))
-            self.f.said.append((self.seq, clip(f"{answer} (answering: {question})", 320)))
+            self.f.said.append((self.seq, clip(f"{answer} (answering: {question})", 320), 2))
 
     def agent_report(self, call: Call, report: str) -> None:
         """A sub-agent's report: what it found is a finding of the work."""

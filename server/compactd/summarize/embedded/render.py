@@ -113,7 +113,8 @@ def _victim(keep: list[Line]) -> Line | None:
     if candidates:
         section = max(candidates, key=lambda k: (sum(_size(ln) for ln in candidates[k]) / SHARE[k], k))
         lines = candidates[section]
-        return lines[1] if section in _KEEP_FIRST else min(lines, key=lambda ln: (ln.rank, ln.order))
+        rest = lines[1:] if section in _KEEP_FIRST else lines
+        return min(rest, key=lambda ln: (ln.rank, ln.order))
     return min(keep, key=lambda ln: (ln.priority, ln.order)) if keep else None
 
 

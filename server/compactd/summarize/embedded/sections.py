@@ -83,7 +83,10 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     out.add(NEXT, _next_steps(f, prev))
     if kind == SummaryKind.HISTORY:
         _critical(out, f, prev)
-    out.add(USER, _user_messages(f, prev))
+    said = _user_messages(f, prev)
+    # Under a tight budget, rules and corrections stay longest, then tasks; a previous summary's first.
+    weights = {norm(t): w for _, t, w in f.said}
+    out.add(USER, said, ranks=[weights.get(norm(t), 2) for t in said])
     if f.root:  # paths under the project root are shown relative to it, in commands too
         prefix = f.root.rstrip("/") + "/"
         for ln in out.items:
@@ -95,7 +98,7 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
 def _user_messages(f: Facts, prev: Previous) -> list[str]:
     """Every message the user wrote, condensed, oldest first: where their rules, reasons and
     corrections are in their own words. When there are too many, the first two and the newest."""
-    said = dedupe([*prev.get(USER, []), *(t for _, t in f.said)])
+    said = dedupe([*prev.get(USER, []), *(t for _, t, _ in f.said)])
     cap = _CAPS[USER]
     return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
 
