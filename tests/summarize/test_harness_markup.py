@@ -230,7 +230,7 @@ def test_the_assistants_causal_explanations_are_findings() -> None:
         in section(summarize(msgs), "## Critical Context")
 
 
-def test_a_missing_program_worked_around_is_fixed_and_short_listings_are_kept() -> None:
+def test_a_missing_program_is_a_fact_with_its_workaround_and_short_listings_are_kept() -> None:
     msgs = [
         user("Explore the layout of the repository at /srv/apps/shop"),
         assistant(call("t", "bash", command="tree /srv/apps/shop/lib -L 2")),
@@ -245,10 +245,10 @@ def test_a_missing_program_worked_around_is_fixed_and_short_listings_are_kept() 
         result("r2", "read", "import Config\n"),
     ]
     out = summarize(msgs)
-    assert "Fixed: (eval):1: command not found: tree (from `tree lib -L 2`) — Let me use find instead." \
-        in section(out, "### Done")
-    assert section(out, "### Blocked") == "(none)"
     critical = section(out, "## Critical Context")
+    # a program the machine lacks is a fact about it, not an error of the work
+    assert "Not installed here: `tree` ((eval):1: command not found: tree) — Let me use find instead." in critical
+    assert section(out, "### Blocked") == "(none)" and section(out, "## Next Steps").count("tree") == 0
     assert "Looked: `find lib -type d | sort` → lib, lib/web, lib/jobs" in critical  # relative to the root
     assert "Looked: `ls -la config` → dev.exs, prod.exs" in critical
 

@@ -174,7 +174,7 @@ _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)  # `cat -n` style 
 
 def describe_read(path: str, output: str) -> str:
     """What a file that was read is: its title or docstring and what it defines ('' when nothing)."""
-    content = _LINE_NUMBER.sub("", output)
+    content = _LINE_NUMBER.sub("", output[:6000])  # what a file is shows at its top
     about = _title(content, path)
     names = [n for n in _names(content, path) if not n.startswith("“")][:8]
     parts = ([f"“{about}”"] if about else []) + (["defines " + ", ".join(names)] if names else [])

@@ -13,7 +13,7 @@ from . import dialog as dl
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
 from .markup import declined, read_user, strip_injected
-from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
+from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
 
@@ -48,6 +48,7 @@ class Facts:
     modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
     read: list[str] = field(default_factory=list)
     read_notes: dict[str, str] = field(default_factory=dict)  # path -> what the file is (title, definitions)
+    missing: list[Missing] = field(default_factory=list)  # programs not installed
     looked: list[tuple[str, str]] = field(default_factory=list)  # read-only commands with a short output
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
@@ -275,6 +276,9 @@ class _Pass:
             # right after a failure the agent turns to another way: the failure is worked around
             last.resolved = True
             last.diagnosis = last.diagnosis or clip(workaround.rstrip(":"), 200)
+        gone = f.missing[-1] if f.missing else None
+        if workaround and gone and gone.seq == self.seq - 1:
+            gone.instead = clip(workaround.rstrip(":"), 200)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)

@@ -26,6 +26,16 @@ class Failure:
 
 
 @dataclass
+class Missing:
+    """A program the machine does not have (found by a read-only command), and what the agent did instead."""
+
+    program: str
+    line: str
+    seq: int
+    instead: str = ""
+
+
+@dataclass
 class Decision:
     text: str
     seq: int

@@ -303,6 +303,8 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
                  for x in f.deferred]
     critical += ["Finding: " + s for s in f.findings[-6:]]
+    critical += [f"Not installed here: `{m.program}` ({clip(m.line, 120)})" + (f" — {m.instead}" if m.instead else "")
+                 for m in {m.program: m for m in f.missing}.values()]
     renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in f.renamed)])
     deleted = dedupe([*deleted, *f.deleted])
     modified = dedupe([*modified, *(f.show(p) for p in f.modified)])

@@ -6,10 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, same_file, segments
+from .commands import (
+    READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
+)
 from .edits import describe_read
 from .outcomes import listing, printed_values, run_tally
-from .resolve import Failure
+from .resolve import Failure, Missing
 from .text import clip
 
 if TYPE_CHECKING:
@@ -46,8 +48,10 @@ class ToolEffects:
         if family:
             f.checks[family] = (call.seq, False)
             f.tallies[family] = tally
-        if call.read_only() and not family and not _MISSING_PROGRAM.search(output):
-            return  # a search that found nothing is not an error of the work (a missing program is a fact)
+        if call.read_only() and not family:
+            if _MISSING_PROGRAM.search(output):  # a fact about the machine, not an error of the work
+                f.missing.append(Missing(program(call.command) or call.name, line, call.seq))
+            return  # a search that found nothing is not an error of the work
         printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip().removeprefix("(no output)").strip()
         if _PROBE.search(call.command) or not printed and _ends_in_search(call):
             return  # a command run to see its exit status, or a search at the end of a chain that found nothing
