@@ -169,7 +169,7 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     items = [("prev", t) for t in [*prev.get(DONE, []), *moved]]
     items += [(k, t) for _, k, t in f.done] + [("fixed", t) for t in _fixed_lines(f)]
     items += [("check", t) for t in checks_ok]
-    items += [("recap", t) for _, pts in f.recaps[-3:] for t in pts[:5]]
+    items += [("recap", t) for _, pts in f.recaps[-6:] for t in pts[:4]]
     items += [("todo", t) for st, t in f.todos if st == "completed"]
     seen: set[str] = set()
     items = [(k, t) for k, t in items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
