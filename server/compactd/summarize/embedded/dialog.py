@@ -67,6 +67,7 @@ _QUOTED_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w*)?(?:Error|Exception)\b\s*:|\ber
 # Politeness and agreement that open a reply without saying anything.
 _FILLER = re.compile(
     r"^(?:you're (?:absolutely )?right|right|good (?:catch|point|idea)|got it|understood|yes|ok(?:ay)?|sure|great|done|"
+    r"i apologi[sz]e|(?:i'm )?sorry|my (?:apologies|mistake|bad)|"
     r"excellent|perfect|thanks|i see|makes sense|that makes (?:more )?sense)\b[^.!:]*[.!:]?\s*",
     re.IGNORECASE,
 )
