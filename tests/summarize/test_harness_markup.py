@@ -294,3 +294,31 @@ def test_a_tight_budget_keeps_the_users_corrections_longest() -> None:
         msgs += [assistant(text(f"Step {i} checked.")), user(f"which file holds helper number {i} of the worker?")]
     out = extract_summary(make_request(messages=msgs, max_tokens=300))
     assert "no, the audit trail logs must stay, compliance reads them" in section(out, "## User Messages")
+
+
+def test_in_progress_says_what_the_agent_was_doing_for_the_latest_request() -> None:
+    msgs = [
+        user("Add rate limiting to the public API"),
+        assistant(text("Done, limits are in place.")),
+        user("what about the admin endpoints, are they limited too?"),
+        assistant(text("They are not. Let me check the router first."), call("r", "read", path="api/router.py")),
+        result("r", "read", "routes = []"),
+        assistant(text("Now let me add the limiter to the admin routes."),
+                  call("e", "edit", path="api/admin.py", oldText="a = 1\n", newText="a = 2\n")),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert "Latest request: what about the admin endpoints, are they limited too?" in progress
+    assert "Doing: Let me check the router first; Now let me add the limiter to the admin routes — edit api/admin.py" \
+        in progress
+
+
+def test_a_push_that_failed_then_went_through_is_not_a_fix_of_the_work() -> None:
+    msgs = [
+        user("Commit and push the fix"),
+        assistant(call("p", "bash", command="git push origin main")),
+        result("p", "bash", "error: failed to push some refs to 'origin'\nCommand exited with code 1", is_error=True),
+        assistant(call("p2", "bash", command="git pull --rebase origin main && git push origin main")),
+        result("p2", "bash", "Successfully rebased and updated refs/heads/main."),
+    ]
+    out = summarize(msgs)
+    assert "failed to push" not in section(out, "### Done") and section(out, "### Blocked") == "(none)"

@@ -452,3 +452,15 @@ def listed_findings(text: str, limit: int = 6) -> list[str]:
             continue
         active = bool(_FINDINGS_LEAD.search(line))
     return out[:limit]
+
+
+# The agent announcing what it does next: "Now let me update the tests", "Next, I'll wire the route".
+_INTENTION = re.compile(r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|great|good|perfect)\W+)*(?:let me|let's|i'll|i will|i need to|"
+                        r"we need to|i'm going to|now i)\b", re.IGNORECASE)
+
+
+def intentions(text: str) -> list[str]:
+    """The sentences of an assistant message that announce its next action (narration, kept here for
+    what it says about the current work)."""
+    return [clip(s.rstrip(":.…"), 160) for s in sentences(text)
+            if _INTENTION.match(s) and len(s.split()) >= 4][-2:]

@@ -62,6 +62,9 @@ class Facts:
     ends_mid_work: bool = False
     final_text: str = ""
     last_step: str = ""
+    last_calls: str = ""  # the tool calls of the last assistant message
+    last_request: str = ""  # the user's latest message (condensed), whatever kind it is
+    recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
     last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
@@ -149,6 +152,7 @@ class _Pass:
         if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
             kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
+        condensed = ""
         if not dl.is_ack(cleaned):
             condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
             if condensed:  # how long it stays under a tight budget: rules and corrections longest
@@ -164,6 +168,8 @@ class _Pass:
                 x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
+        f.recent_steps = []
+        f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":
             f.tasks.append((self.seq, cleaned))
@@ -246,6 +252,9 @@ class _Pass:
         if calls:
             doing = ", ".join(dict.fromkeys(f"{c.name} {c.path}" if c.path else c.short() for c in calls[:3]))
             f.last_step = " — ".join(x for x in (self.last_said, doing) if x)
+            f.last_calls = doing
+        if texts and self.seq > f.last_user_seq:  # what the agent said it was doing since the last request
+            f.recent_steps = (f.recent_steps + [s for s in dl.intentions(joined)])[-3:]
 
     def prose(self, text: str, *, ends_turn: bool) -> None:
         """What the assistant's own words carry: choices, findings, fixes it reports, plans, recaps."""

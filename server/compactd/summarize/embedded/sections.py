@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 
 from ..base import SummaryKind
-from .commands import command_family, is_typed_error
+from .commands import command_family, is_typed_error, program
 from .dialog import CONSTRAINT_RE, polite, stem
 from .facts import Facts
 from .outcomes import listing
@@ -110,7 +110,14 @@ def _open_work(f: Facts) -> bool:
 def _fixed_lines(f: Facts) -> list[str]:
     return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{_short_command(x.call.command)}`)"
             + (f" — {x.diagnosis}" if x.diagnosis else "")
-            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)][-6:]
+            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)
+            and not _version_control(x.call.command)][-6:]
+
+
+def _version_control(command: str) -> bool:
+    """A git / gh command: a push or rebase that failed and then went through is housekeeping, not a fix
+    of the work."""
+    return program(command).split(" ")[0] in ("git", "gh")
 
 
 def _short_command(command: str) -> str:
@@ -187,8 +194,13 @@ def _in_progress(f: Facts) -> list[str]:
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
     if open_work and last_task:
-        items.append("Working on: " + goal_text(last_task, 300))
-    if f.ends_mid_work and f.last_step:
+        items.append("Working on: " + goal_text(last_task, 160))  # whole under Next Steps
+    if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
+                                         and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
+        items.append("Latest request: " + f.last_request)
+    if f.ends_mid_work and f.recent_steps:  # what the agent said it was doing, and its last calls
+        items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
+    elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
     last = f.corrections[-1] if f.corrections else None
     if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
