@@ -322,3 +322,20 @@ def test_a_push_that_failed_then_went_through_is_not_a_fix_of_the_work() -> None
     ]
     out = summarize(msgs)
     assert "failed to push" not in section(out, "### Done") and section(out, "### Blocked") == "(none)"
+
+
+def test_a_short_reply_that_picks_an_offered_option_is_the_users_decision() -> None:
+    msgs = [
+        user("The export is too slow, how should we speed it up?"),
+        assistant(text("Two ways:\n1. Stream rows straight to the file instead of building a list\n"
+                       "2. Parallelise per tenant with a process pool\n\nWhich do you prefer?")),
+        user("let's go with the first one"),
+    ]
+    out = summarize(msgs)
+    assert "**User chose**: Stream rows straight to the file instead of building a list" in section(out, "## Key Decisions")
+    from compactd.summarize.embedded.dialog import picked_option
+    offer = "Options:\n- **A)** keep the cache\n- **B)** drop it"
+    assert picked_option("b", offer) == "drop it"
+    assert picked_option("option A please", offer) == "keep the cache"
+    assert picked_option("why is the cache needed at all? explain the trade-offs in detail please", offer) is None
+    assert picked_option("do a full rewrite", offer) is None  # a word, not a pick

@@ -464,3 +464,33 @@ def intentions(text: str) -> list[str]:
     what it says about the current work)."""
     return [clip(s.rstrip(":.…"), 160) for s in sentences(text)
             if _INTENTION.match(s) and len(s.split()) >= 4][-2:]
+
+
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1, "1st": 1, "2nd": 2, "3rd": 3}
+_PICK = re.compile(r"^\W*(?:(?:ok(?:ay)?,?|yes,?|let'?s|go|with|use|take|do|pick|i'?d|i|choose|prefer|for)\s+)*"
+                   r"(?:(?:option|approach|choice|number|#)\s*)?(?:\(?([1-9a-d])\)?|the (\w+)(?: one| option| approach)?)"
+                   r"(?:\s+(?:one|option|approach|please|pls|plz|then|sounds good))*\W*$",
+                   re.IGNORECASE)
+_OPTION_LINE = re.compile(r"^\s*(?:[-*]\s+)?\**(?:option\s+)?\(?([1-9a-dA-D])[.):]\**\s+(.+)$", re.IGNORECASE)
+
+
+def picked_option(reply: str, proposal: str) -> str | None:
+    """The option a short reply picks from the numbered or lettered options of the message before it
+    ("2", "option b", "let's go with the second one")."""
+    flat = " ".join(reply.split())
+    if len(flat.split()) > 10:
+        return None
+    m = _PICK.match(flat)
+    if not m:
+        return None
+    found = [_OPTION_LINE.match(line) for line in proposal.splitlines()]
+    options = [(om.group(1).lower(), om.group(2).strip().strip("*")) for om in found if om]
+    if len(options) < 2:
+        return None
+    if m.group(1):
+        key = m.group(1).lower()
+        return next((clip(v, 240) for k, v in options if k == key), None)
+    n = _ORDINALS.get((m.group(2) or "").lower())
+    if n is None:
+        return None
+    return clip(options[n - 1 if n > 0 else -1][1], 240) if abs(n) <= len(options) else None

@@ -152,8 +152,12 @@ class _Pass:
         if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
             kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
+        picked = dl.picked_option(cleaned, self.last_assistant_text) if self.prev_role == "assistant" else None
+        if picked:  # a short reply that picks one of the options just offered: a decision of the user's
+            f.decisions.append(Decision(f"**User chose**: {picked} (“{clip(cleaned, 80)}”)", self.seq, "switch"))
+            f.said.append((self.seq, f"{clip(cleaned, 80)} (chose: {picked})", 2))
         condensed = ""
-        if not dl.is_ack(cleaned):
+        if not dl.is_ack(cleaned) and not picked:
             condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
             if condensed:  # how long it stays under a tight budget: rules and corrections longest
                 weight = 2 if kind in ("correction", "direction", "rule") or dl.CONSTRAINT_RE.search(condensed) else (
