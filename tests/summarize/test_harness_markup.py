@@ -339,3 +339,15 @@ def test_a_short_reply_that_picks_an_offered_option_is_the_users_decision() -> N
     assert picked_option("option A please", offer) == "keep the cache"
     assert picked_option("why is the cache needed at all? explain the trade-offs in detail please", offer) is None
     assert picked_option("do a full rewrite", offer) is None  # a word, not a pick
+
+
+def test_steps_the_agent_set_out_mid_turn_are_in_progress_when_the_work_is_cut() -> None:
+    msgs = [
+        user("Move the settings page to the new form library"),
+        assistant(text("I'll do this in order:\n1. Port the profile form\n2. Port the billing form\n3. Delete the old helpers"),
+                  call("e", "edit", path="web/profile.tsx", oldText="a\n", newText="b\n")),
+        result("e", "edit", "ok"),
+        assistant(call("e2", "edit", path="web/billing.tsx", oldText="a\n", newText="b\n")),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert "Steps set out for it: Port the profile form; Port the billing form; Delete the old helpers" in progress

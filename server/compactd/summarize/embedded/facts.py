@@ -62,6 +62,8 @@ class Facts:
     ends_mid_work: bool = False
     final_text: str = ""
     last_step: str = ""
+    working_plan: list[str] = field(default_factory=list)  # numbered steps announced mid-turn
+    working_plan_seq: int = -1
     last_calls: str = ""  # the tool calls of the last assistant message
     last_request: str = ""  # the user's latest message (condensed), whatever kind it is
     recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
@@ -297,6 +299,8 @@ class _Pass:
         steps = dl.plan_items(text)
         if len(steps) >= 2 and ends_turn and dl.PROPOSAL.search(text):
             f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, False
+        elif len(steps) >= 2 and not ends_turn:  # steps the agent set out and went on to carry out
+            f.working_plan, f.working_plan_seq = steps, self.seq
         if ends_turn and len(text) >= 80:
             f.recaps.append((self.seq, dl.recap_items(text)))
 

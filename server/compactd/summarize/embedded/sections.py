@@ -202,6 +202,8 @@ def _in_progress(f: Facts) -> list[str]:
         items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
     elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
+    if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
+        items.append("Steps set out for it: " + clip("; ".join(f.working_plan), 400))
     last = f.corrections[-1] if f.corrections else None
     if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
         items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
