@@ -61,8 +61,8 @@ class Change:
             parts.append("renamed " + ", ".join(f"{a} → {b}" for a, b in self.renamed[:4]))
         if self.removed:
             parts.append("removed " + ", ".join(self.removed[:6]))
-        if self.says and not self.about:
-            parts.append(f"now says “{self.says}”")
+        if self.says and not self.about:  # a line of code is shown as code, prose in quotes
+            parts.append(f"now has {self.says}" if self.says.startswith("`") else f"now says “{self.says}”")
         return head + (": " + "; ".join(parts) if parts else "")
 
 
@@ -102,6 +102,10 @@ def _new_line(old: str, new: str, path: str) -> str:
         m = _COMMENT.match(ln)
         if m and len(m.group(1).split()) >= 3:
             return clip(m.group(1), 160)
+    for ln in added:  # else the first added statement (not a brace, an import or a definition named above)
+        if len(ln) >= 16 and re.search(r"[A-Za-z_]{3,}", ln) and not _DEF.match(ln) and not _METHOD.match("  " + ln) \
+                and not re.match(r"^(?:import|from|use|#include|using|package)\b", ln):
+            return "`" + clip(" ".join(ln.replace("`", "'").split()), 100) + "`"
     return ""
 
 
