@@ -351,3 +351,13 @@ def test_steps_the_agent_set_out_mid_turn_are_in_progress_when_the_work_is_cut()
     ]
     progress = section(summarize(msgs), "### In Progress")
     assert "Steps set out for it: Port the profile form; Port the billing form; Delete the old helpers" in progress
+
+
+def test_a_choice_stated_as_a_preference_or_trade_off_is_a_decision() -> None:
+    msgs = [
+        user("Store the session tokens somewhere"),
+        assistant(text("I prefer Redis over the database here, since tokens expire and Redis drops them for us."),
+                  call("r", "read", path="cfg/app.toml")),
+        result("r", "read", "x = 1"),
+    ]
+    assert "I prefer Redis over the database here" in section(summarize(msgs), "## Key Decisions")

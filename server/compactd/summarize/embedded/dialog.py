@@ -233,7 +233,8 @@ def user_reason(reply: str) -> str:
 _DECISION = re.compile(
     r"\b(?:decided|decide to|decision|instead of|rather than|chose|choose|chosen|going with|go with|opted|"
     r"switch(?:ed)? to|will use|I'll use|we'll use|settled on|approach is|plan is|the fix is|"
-    r"I'll implement|the solution is|we should use|better approach)\b",
+    r"I'll implement|the solution is|we should use|better approach|makes more sense|(?:it's |is )?better to|"
+    r"the (?:simplest|cleanest|safest) (?:way|option|fix)|prefer\w* .{1,40} over|trade-?off)\b",
     re.IGNORECASE,
 )
 # An offer or plan put to the user for approval.
