@@ -361,3 +361,13 @@ def test_a_choice_stated_as_a_preference_or_trade_off_is_a_decision() -> None:
         result("r", "read", "x = 1"),
     ]
     assert "I prefer Redis over the database here" in section(summarize(msgs), "## Key Decisions")
+
+
+def test_a_short_imperative_is_a_task_not_an_acknowledgement() -> None:
+    from compactd.summarize.embedded.dialog import classify_user
+    assert classify_user("create the beads") == "task"
+    assert classify_user("run the tests") == "task"
+    assert classify_user("ok thanks") == "ack" and classify_user("go ahead") == "ack"
+    msgs = [user("Draft the release notes for 2.4"), assistant(text("Here is a draft.")), user("commit them"),
+            assistant(call("c", "bash", command="git add notes.md"))]
+    assert "Working on: commit them" in section(summarize(msgs), "### In Progress")

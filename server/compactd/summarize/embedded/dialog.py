@@ -148,7 +148,8 @@ def classify_user(text: str) -> str:
     """task | rule | correction | direction | question | look | ack."""
     flat = " ".join(text.split())
     words = len(flat.split())
-    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (words <= 3 and not re.search(r"[/`.@]\w", flat)):
+    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (
+            words <= 3 and not re.search(r"[/`.@]\w", flat) and not (words >= 2 and _IMPERATIVE.match(flat))):
         return "ack"
     if is_negating(flat) and not (_RULE_START.match(flat) and not re.match(r"^no\W", flat, re.I)):
         return "correction"
