@@ -132,8 +132,8 @@ def describe_edit(change: Change, old: str, new: str) -> None:
         elif n not in change.removed:
             change.removed.append(n)
     said = _new_line(old, new, change.path)
-    if said:
-        change.says = said
+    if said and not (said.startswith("`") and change.says and not change.says.startswith("`")):
+        change.says = said  # a later comment or doc line wins; a bare statement does not replace one
 
 
 def describe_write(change: Change, content: str) -> None:
