@@ -6,7 +6,9 @@ the last record): user prompts, assistant messages (Claude Code writes one recor
 block; records of one API message are merged back into one Pi assistant message, tool_use →
 toolCall, the built-in Read/Write/Edit/Bash/Grep/Glob/LS as Pi's read/write/edit/bash/grep/find/ls)
 and tool results (one Pi toolResult message per tool_result block). Progress,
-file-history and system records, sidechain and meta records are dropped. A prompt the user typed
+file-history and system records, sidechain and meta records are dropped — except in a subagent's
+own transcript (`<session>/subagents/agent-*.jsonl`), where every record is a sidechain and the
+sidechain is the conversation. A prompt the user typed
 while the agent worked (a `queue-operation` enqueue, taken off the queue by a later `remove`)
 becomes a user message before the next assistant step, after the tool results it arrived during. Images become a
 `[image]` text block (the fixtures stay small). A compaction (`compact_boundary` + the user
@@ -197,7 +199,15 @@ def with_queue(records: list[dict[str, Any]], path: list[dict[str, Any]]) -> lis
     return [r for r in records if id(r) in on_path or r.get("type") == "queue-operation"]
 
 
+def is_subagent_transcript(records: list[dict[str, Any]]) -> bool:
+    """Every conversation record is a sidechain: the file is a subagent's own transcript."""
+    talk = [r for r in records if r.get("type") in ("user", "assistant")]
+    return bool(talk) and all(r.get("isSidechain") for r in talk)
+
+
 def convert(records: list[dict[str, Any]]) -> Converted:
+    if is_subagent_transcript(records):  # its sidechain is the conversation, not chatter beside it
+        records = [{**r, "isSidechain": False} for r in records]
     path = with_queue(records, leaf_path(records))
     first = next((r for r in path if r.get("sessionId")), {})
     header = {"type": "session", "version": 3, "id": first.get("sessionId", "claude-code"),

@@ -82,3 +82,15 @@ def test_the_converted_file_opens_as_a_linear_pi_session(tmp_path: Path) -> None
     branch = Session.open(out).get_branch()
     assert len(branch) == 7  # 6 before the compaction, 1 kept after it
     assert [e.get("parentId") for e in branch[1:]] == [e["id"] for e in branch[:-1]]
+
+
+def test_a_subagent_transcript_is_its_own_conversation() -> None:
+    # A subagent's file (`<session>/subagents/agent-*.jsonl`): every record is a sidechain.
+    records = [{**r, "isSidechain": True} for r in transcript()[:9] if r.get("uuid")]
+    out = convert(records)
+    roles = [e["message"]["role"] for e in out.before]
+    assert roles == ["user", "assistant", "toolResult"]
+    assert out.before[0]["message"]["content"] == "fix the parser"
+    # In a main session, a sidechain record stays out (the main-session test above checks that too).
+    mixed = records[:-1] + [{**records[-1], "isSidechain": False}]
+    assert "fix the parser" not in json.dumps(convert(mixed).before)

@@ -31,16 +31,19 @@ def test_embedded_answers_at_least_90_percent_of_development_probes_with_no_forb
     assert s.total >= 300
     assert s.forbidden == 0, [(r.probe.id, r.forbidden) for r in s.results if r.forbidden]
     assert s.ratio >= 0.90, [r.probe.id for r in s.failures()]
-    assert report.score("embedded", source="real").ratio >= 0.90
+    pi = {r.region.name for r in report.results if r.region.source == "real" and not r.region.name.startswith("external/")}
+    assert report.score("embedded", regions=pi).ratio >= 0.88  # Pi's own sessions (budget shared with User Messages)
+    assert report.score("embedded", source="real").ratio >= 0.75  # with the external real sessions
     assert report.score("embedded", source="corpus").ratio >= 0.85
 
 
 def test_embedded_answers_more_than_the_stored_model_summaries_on_their_regions(report: Report) -> None:
     anchors = {r.region.name for r in report.results if r.contender == STORED}
-    assert len(anchors) == 4
-    ours, theirs = report.score("embedded", regions=anchors), report.score(STORED, regions=anchors)
-    assert ours.total == theirs.total
-    assert ours.passed >= theirs.passed
+    assert len(anchors) >= 4
+    for name in sorted(anchors):  # on every region that has one, not only in total
+        ours, theirs = report.score("embedded", regions={name}), report.score(STORED, regions={name})
+        assert ours.total == theirs.total
+        assert ours.passed >= theirs.passed, (name, ours.passed, theirs.passed)
 
 
 def test_bench_smoke_prints_scores_per_category_for_every_contender(tmp_path: Path) -> None:

@@ -24,8 +24,16 @@ What goes where:
 - Next Steps: from the last open work — finish the open task, re-run the check that last ran
   before the latest edits, commit uncommitted changes, fix open errors; when the conversation
   ended with an answer, the next steps it offered; else the earlier ones;
-- Critical Context: error lines the user quoted, open errors, files changed (current names,
-  deleted files left out), renames and deletions, then names mentioned (dropped first).
+- Critical Context: error lines the user quoted, open errors, findings, programs not installed,
+  files changed (current names, deleted files left out), renames and deletions, what files read and
+  short listings showed (when there is room), then names mentioned (dropped first).
+- User Messages (optional, last; not one of the required headings): every message the user wrote,
+  condensed to its asks, rules and reasons in their own words.
+
+Harness markup is read as what it is (summarize.embedded.markup): injected reminders are never the
+user's words; slash commands, the user's own shell commands, interruptions; a call the user declined
+at the permission prompt is a rejection. The agent's task list, an approved plan, the user's answers
+to the agent's questions and a sub-agent's report are used as such.
 
 Update mode (`previous_summary`, or summaries embedded in the conversation as `<summary>` blocks):
 every section of the previous summary is carried forward and merged — also from summaries in
@@ -35,9 +43,11 @@ own title. Previous In Progress items that share a path or command with new work
 (all of them when the user has moved on to new tasks); a new open step replaces Next Steps.
 File-operation tags in the previous text are ignored (code appends them).
 
-Empty sections read `(none)`. The output is kept within `request.max_tokens` estimated as
-ceil(UTF-16 chars / 4): the lowest-priority lines are dropped first (names mentioned, decisions,
-oldest Done items, ...); headings are never dropped. The text is streamed to `on_text` one
+Empty sections read `(none)`. The output is kept within `request.max_tokens` (at most ~2000 tokens)
+estimated as ceil(UTF-16 chars / 4): names mentioned and file lists go first, then the content
+sections give up lines in proportion to their size (plain commands and recap sentences before
+edits and fixes; the user's questions before their rules and corrections); headings are never
+dropped. The text is streamed to `on_text` one
 section at a time. `custom_instructions` cannot steer an extractive summary and are ignored.
 Usage is None (no model was called).
 

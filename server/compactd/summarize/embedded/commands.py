@@ -78,7 +78,7 @@ def interrupted(text: str) -> bool:
 
 READ_ONLY_TOOLS = {
     "read", "grep", "find", "ls", "glob", "search", "rg", "list", "view", "cat", "web_search", "fetch",
-    "webfetch", "todo_read", "todoread",
+    "webfetch", "web_fetch", "websearch", "todo_read", "todoread", "notebookread", "bashoutput", "listmcpresources",
 }
 # Shell commands that only look at things: not progress, and their "failures" (grep: no match) are noise.
 _READ_ONLY_COMMANDS = {
@@ -90,8 +90,9 @@ _READ_ONLY_GH = {"view", "list", "status", "diff", "checks"}
 _READ_ONLY_GIT = {"status", "log", "diff", "show", "branch", "blame", "grep", "ls-files", "rev-parse", "fetch"}
 _CHECK = re.compile(
     r"^(?:npm (?:run )?(?:check|test|lint|build|typecheck)|pnpm (?:run )?\w+|yarn (?:run )?\w+|npx (?:tsc|tsgo|vitest|jest|"
-    r"eslint|biome)|tsc|tsgo|pytest|python3? -m (?:pytest|mypy|ruff|unittest)|ruff|mypy|cargo (?:check|test|build|clippy)|"
-    r"go (?:test|build|vet)|make(?: \w+)?|uv run \w+)\b"
+    r"eslint|biome)|tsc|tsgo|pytest|python3? -m (?:pytest|mypy|ruff|unittest)|ruff|mypy|"
+    r"cargo (?:check|test|build|clippy|llvm-cov|nextest|tarpaulin)|go (?:test|build|vet)|make(?: \w+)?|just(?: \w+)?|"
+    r"mix (?:test|compile|credo|dialyzer|format)|uv run \w+)\b"
 )
 _SEGMENT_SPLIT = re.compile(r"&&|\|\||;|\n")
 

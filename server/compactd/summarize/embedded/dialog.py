@@ -40,7 +40,8 @@ _ACTION = re.compile(
     r"commit|push|change|use|port|investigate|build|test|document|clean|split|copy|revert|"
     r"set|tackle|support|handle|release|merge|deduplicate|reorganize|migrate|install|profile|speed|adjust|"
     r"modify|replace|extract|convert|analy[sz]e|plan|propose|close|publish|"
-    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try)\b",
+    r"cache|filter|retry|limit|expose|accept|detect|parse|validate|rewrite|wire|drop|keep|finish|start|try|switch|"
+    r"put|turn|bump|pin|enable|disable|allow|include|exclude|skip|ignore|return|call|send|store|save)\b",
     re.IGNORECASE,
 )
 # Requests to look at something (open, show, explain): information, not a goal of the work.
@@ -59,13 +60,14 @@ CONSTRAINT_RE = re.compile(
     re.IGNORECASE,
 )
 # Pasted material: JSON lines, stack frames, carets, shell prompts, `key: value` dumps.
-_PASTE_LINE = re.compile(r"^\s*(?:[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
+_PASTE_LINE = re.compile(r"^\s*(?:[│┃┌└├┐┘┤─═║╭╰╮╯].*|[{\[].*[}\]],?|at \S.*|node:\S.*|Node\.js v\S+|\^+|\S+@\S+ \S+|➜.*|~/\S.*|\w+: '.*',?|"
                          r"\w+: -?\d+,?|[}\]],?|\$ .*|>.*)\s*$")
 # An error line quoted by the user (kept verbatim as evidence).
 _QUOTED_ERROR = re.compile(r"(?:^|\s)(?:[A-Z]\w*)?(?:Error|Exception)\b\s*:|\berror(?:\[\w+\])?:|\berror TS\d+")
 # Politeness and agreement that open a reply without saying anything.
 _FILLER = re.compile(
     r"^(?:you're (?:absolutely )?right|right|good (?:catch|point|idea)|got it|understood|yes|ok(?:ay)?|sure|great|done|"
+    r"i apologi[sz]e|(?:i'm )?sorry|my (?:apologies|mistake|bad)|"
     r"excellent|perfect|thanks|i see|makes sense|that makes (?:more )?sense)\b[^.!:]*[.!:]?\s*",
     re.IGNORECASE,
 )
@@ -136,11 +138,18 @@ def is_negating(text: str) -> bool:
     return bool(_NEGATING_OPENER.match(flat) or _NEGATING_ANYWHERE.search(flat[:200]))
 
 
+def is_ack(text: str) -> bool:
+    """A message that only agrees, thanks, or says a word or two: nothing to keep in the user's words."""
+    flat = " ".join(text.split())
+    return not flat or bool(_ACK.match(flat) or _ASIDE.match(flat)) or len(flat.split()) <= 2
+
+
 def classify_user(text: str) -> str:
     """task | rule | correction | direction | question | look | ack."""
     flat = " ".join(text.split())
     words = len(flat.split())
-    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (words <= 3 and not re.search(r"[/`.@]\w", flat)):
+    if not flat or _ACK.match(flat) or _ASIDE.match(flat) or (
+            words <= 3 and not re.search(r"[/`.@]\w", flat) and not (words >= 2 and _IMPERATIVE.match(flat))):
         return "ack"
     if is_negating(flat) and not (_RULE_START.match(flat) and not re.match(r"^no\W", flat, re.I)):
         return "correction"
@@ -155,7 +164,7 @@ def classify_user(text: str) -> str:
         return "rule"
     if _LOOK.match(flat) and words <= 25 and not imperative:
         return "look"
-    if words <= 6 and not re.search(r"[/`@]\w|\w\.\w", flat):
+    if words <= 6 and not imperative and not re.search(r"[/`@]\w|\w\.\w", flat):
         return "ack"  # a short reply to the assistant ("yes, fully clean")
     if _CONTINUE.match(flat):
         return "ack"  # more of the same task, not a new one
@@ -164,12 +173,18 @@ def classify_user(text: str) -> str:
     return "question" if "?" in flat else "ack"
 
 
+# First-person statements of what the user sees, knows or thinks: "I don't see", "I don't recall".
+_PERCEIVING = re.compile(r"^(?:\W*\w+\W+){0,3}?i (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|"
+                         r"remember|know|think|get|feel|believe|mind|care)\b", re.IGNORECASE)
+
+
 def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
-    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule."""
+    """The user's rules in a message; the opening ask of a task (an imperative) is not a rule, nor
+    is what the user says they do not see or recall."""
     out = []
     for n, s in enumerate(sentences(text)):
         s = LIST_MARK.sub("", s).strip()
-        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower():
+        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower() or _PERCEIVING.match(s):
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
@@ -219,7 +234,8 @@ def user_reason(reply: str) -> str:
 _DECISION = re.compile(
     r"\b(?:decided|decide to|decision|instead of|rather than|chose|choose|chosen|going with|go with|opted|"
     r"switch(?:ed)? to|will use|I'll use|we'll use|settled on|approach is|plan is|the fix is|"
-    r"I'll implement|the solution is|we should use|better approach)\b",
+    r"I'll implement|the solution is|we should use|better approach|makes more sense|(?:it's |is )?better to|"
+    r"the (?:simplest|cleanest|safest) (?:way|option|fix)|prefer\w* .{1,40} over|trade-?off)\b",
     re.IGNORECASE,
 )
 # An offer or plan put to the user for approval.
@@ -230,7 +246,8 @@ PROPOSAL = re.compile(
 _FINDING = re.compile(
     r"\b(?:(?:root )?cause (?:is|was)|the (?:problem|issue|bug|culprit|reason) (?:is|was)|turns out|found (?:that|the)|"
     r"is caused by|was caused by|comes from|because of|is due to|the leak|is leaking|never (?:gets|get|is) "
-    r"(?:removed|freed|called|closed|reset))\b",
+    r"(?:removed|freed|called|closed|reset)|which means|that's why|the reason|because (?:the|it|we|of|they|there|this|a|an)|"
+    r"is (?:not|never) (?:covered|used|called|reached|needed|set|supported))\b",
     re.IGNORECASE,
 )
 # Step-by-step narration of what it is about to do: never substance.
@@ -240,6 +257,10 @@ NARRATION = re.compile(r"^(?:let me|let's|now (?:let|I)|first,? (?:let|I)|I'll n
 FIXED_CLAIM = re.compile(r"\b(?:fixed|resolved|now passes|now pass|passes now|works now|now works|all green|"
                          r"is gone)\b", re.IGNORECASE)
 _NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|resolved|pass)", re.IGNORECASE)
+
+
+# The agent turns to another way of doing what just failed: "let me use find instead", "I'll try X instead".
+WORKAROUND = re.compile(r"\b(?:use|try|using|trying|switch to|fall back to)\b[^.]{0,60}\binstead\b", re.IGNORECASE)
 
 
 # Notes about the agent's own tool use ("the sed didn't match"): process, not findings about the work.
@@ -253,7 +274,7 @@ def prose_sentences(text: str) -> list[str]:
 
 def decision_sentences(text: str) -> list[str]:
     return [s for s in prose_sentences(text)
-            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith(":") and len(s) >= 25]
+            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith((":", "?")) and len(s) >= 25]
 
 
 def finding_sentences(text: str) -> list[str]:
@@ -320,3 +341,158 @@ def plan_items(text: str) -> list[str]:
     """The numbered steps of a plan in an assistant message."""
     return [clip(re.sub(r"^\s*\d+[.)]\s+", "", ln).strip().strip("*"), 200)
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
+
+
+def plan_steps(plan: str, limit: int = 8) -> list[str]:
+    """The steps of a plan written as Markdown: its list items (numbered or bulleted), else its sentences."""
+    lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]  # quoted blocks too
+    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in lines if LIST_MARK.match(ln)]
+    items = [it for it in items if _wordy(it)]
+    return (items or [clip(s, 200) for s in sentences(plan) if not s.startswith("#")])[:limit]
+
+
+def plan_title(plan: str) -> str:
+    """A plan's first heading, else its first sentence."""
+    title = next((ln.lstrip("#").strip() for ln in unfenced_lines(plan) if ln.startswith("#")), "")
+    return clip(title or next(iter(sentences(plan)), ""), 160)
+
+
+_ANSWER = re.compile(r'"([^"\n]{3,400}?)"\s*=\s*"([^"\n]{1,400}?)"')
+
+
+def answers(result: str) -> list[tuple[str, str]]:
+    """(question, answer) pairs of a result that reports the user's answers as "question"="answer"."""
+    return _ANSWER.findall(result)
+
+
+def plan_text(plan: str) -> str:
+    """A plan in one line: its title and first steps."""
+    title = next((ln.lstrip("#").strip() for ln in unfenced_lines(plan) if ln.startswith("#")), "")
+    steps = plan_steps(plan, 3)
+    return clip("; ".join(([f"plan “{title}”"] if title else []) + steps), 300)
+
+
+# Sentences of a long message worth keeping: rules, reasons, requests, questions, decisions.
+_KEEP = re.compile(r"^be\b|\b(?:because|since|so that|otherwise|instead|rather|reason|why|want|need|should|must|"
+                   r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
+
+
+# Greetings, thanks and praise: the polite frame of a message, not what it asks.
+_POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
+                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|.{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
+                     re.IGNORECASE)
+
+
+def polite(sentence: str) -> bool:
+    return bool(_POLITE.match(sentence.strip()))
+
+
+def unwrapped(text: str) -> str:
+    """Hard-wrapped prose joined back into paragraphs (list items, fences and blank lines kept)."""
+    out: list[str] = []
+    for line in text.splitlines():
+        s = line.strip()
+        prev = out[-1] if out else ""
+        if (s and prev.strip() and not LIST_MARK.match(line) and not s.startswith(("```", "#", "|"))
+                and not prev.strip().startswith(("```", "|")) and not prev.rstrip().endswith((":", "```"))):
+            out[-1] = prev.rstrip() + " " + s
+        else:
+            out.append(line)
+    return "\n".join(out)
+
+
+def condense(text: str, limit: int = 240) -> str:
+    """A user message in at most `limit` characters, in the user's words: short ones whole; long ones
+    cut to their opening sentence and the sentences that ask, rule or give a reason."""
+    parts = [LIST_MARK.sub("", s).strip() for s in sentences(text)]
+    parts = [p for p in parts if p and not polite(p)]
+    if not parts:
+        return ""
+    whole = " ".join(parts)
+    if len(whole) <= limit:
+        return whole
+    items = {LIST_MARK.sub("", ln).strip() for ln in unfenced_lines(text) if LIST_MARK.match(ln)}
+
+    def weight(p: str) -> int:  # rules first, then asks and reasons, then the rest
+        if CONSTRAINT_RE.search(p) or _rule_like(p):
+            return 2
+        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items else 0
+
+    chosen = {0}
+    used = len(parts[0])
+    for i in sorted(range(1, len(parts)), key=lambda i: (-weight(parts[i]), i)):
+        if weight(parts[i]) == 0 or used + len(parts[i]) + 3 > limit:
+            continue
+        chosen.add(i)
+        used += len(parts[i]) + 3
+    out: list[str] = []
+    last = -1
+    for i in sorted(chosen):
+        piece = clip(parts[i], limit) if i == 0 else parts[i]
+        out.append(("… " if last >= 0 and i != last + 1 else "") + piece)
+        last = i
+    return " ".join(out) + (" …" if last < len(parts) - 1 else "")
+
+
+# A lead-in that announces what was learned: "Key findings:", "Here's what I found:", "Current state:".
+_FINDINGS_LEAD = re.compile(r"\b(?:find|found|finding|learn|learned|key|summary|result|observ|conclu|notice|status|state|"
+                            r"discover)\w*\b[^:]*:\**$", re.IGNORECASE)
+
+
+def listed_findings(text: str, limit: int = 6) -> list[str]:
+    """The items of a list the assistant introduces as what it found or learned."""
+    out: list[str] = []
+    active = False
+    for line in unfenced_lines(text):
+        if not line:
+            continue
+        if LIST_MARK.match(line):
+            if active:
+                item = LIST_MARK.sub("", line).replace("**", "").strip()
+                if _wordy(item):
+                    out.append(clip(item, 240))
+            continue
+        active = bool(_FINDINGS_LEAD.search(line))
+    return out[:limit]
+
+
+# The agent announcing what it does next: "Now let me update the tests", "Next, I'll wire the route".
+_INTENTION = re.compile(r"^(?:(?:now|next|then|first|finally|ok(?:ay)?|great|good|perfect)\W+)*(?:let me|let's|i'll|i will|i need to|"
+                        r"we need to|i'm going to|now i)\b", re.IGNORECASE)
+
+
+def intentions(text: str) -> list[str]:
+    """The sentences of an assistant message that announce its next action (narration, kept here for
+    what it says about the current work)."""
+    return [clip(s.rstrip(":.…"), 160) for s in sentences(text)
+            if _INTENTION.match(s) and len(s.split()) >= 4][-2:]
+
+
+_ORDINALS = {"first": 1, "second": 2, "third": 3, "fourth": 4, "last": -1, "1st": 1, "2nd": 2, "3rd": 3}
+_PICK = re.compile(r"^\W*(?:(?:ok(?:ay)?,?|yes,?|let'?s|go|with|use|take|do|pick|i'?d|i|choose|prefer|for)\s+)*"
+                   r"(?:(?:option|approach|choice|number|#)\s*)?(?:\(?([1-9a-d])\)?|the (\w+)(?: one| option| approach)?)"
+                   r"(?:\s+(?:one|option|approach|please|pls|plz|then|sounds good))*\W*$",
+                   re.IGNORECASE)
+_OPTION_LINE = re.compile(r"^\s*(?:[-*]\s+)?\**(?:option\s+)?\(?([1-9a-dA-D])[.):]\**\s+(.+)$", re.IGNORECASE)
+
+
+def picked_option(reply: str, proposal: str) -> str | None:
+    """The option a short reply picks from the numbered or lettered options of the message before it
+    ("2", "option b", "let's go with the second one")."""
+    flat = " ".join(reply.split())
+    if len(flat.split()) > 10:
+        return None
+    m = _PICK.match(flat)
+    if not m:
+        return None
+    found = [_OPTION_LINE.match(line) for line in proposal.splitlines()]
+    options = [(om.group(1).lower(), om.group(2).strip().strip("*")) for om in found if om]
+    if len(options) < 2:
+        return None
+    if m.group(1):
+        key = m.group(1).lower()
+        return next((clip(v, 240) for k, v in options if k == key), None)
+    n = _ORDINALS.get((m.group(2) or "").lower())
+    if n is None:
+        return None
+    return clip(options[n - 1 if n > 0 else -1][1], 240) if abs(n) <= len(options) else None

@@ -18,8 +18,8 @@ from .text import clip
 # (JS/TS), func/type (Go), fn/struct/enum/trait/impl (Rust), plus `name = (...) =>` arrow functions.
 _DEF = re.compile(
     r"^\s*(?:export\s+)?(?:default\s+)?(?:pub(?:\([\w:]+\))?\s+)?(?:async\s+)?(?:static\s+)?"
-    r"(def|class|function\*?|interface|type|enum|struct|trait|fn|func(?:\s*\([^)]*\))?|const|let|var|impl)\s+"
-    r"([A-Za-z_$][\w$]*)",
+    r"(defmodule|defp?|class|function\*?|interface|type|enum|struct|trait|fn|func(?:\s*\([^)]*\))?|const|let|var|impl)"
+    r"\s+([A-Za-z_$][\w$]*(?:\.[A-Z][\w$]*)*)",
     re.MULTILINE,
 )
 _METHOD = re.compile(r"^\s{2,}(?:public |private |protected |static |async )*([a-z_$][\w$]*)\s*\([^)]*\)\s*(?::[^{]+)?\{",
@@ -30,7 +30,7 @@ _ENV = re.compile(r"\b[A-Z][A-Z0-9]*_[A-Z0-9_]{2,}\b")  # ENVIRONMENT_VARIABLES
 _KEY = re.compile(r"^\s*[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[:=]\s*\S", re.MULTILINE)  # config keys
 _CONFIG_EXT = (".json", ".toml", ".yaml", ".yml", ".ini", ".cfg", ".env")
 _DOC_EXT = (".md", ".mdx", ".rst", ".txt", ".adoc")
-_COMMENT = re.compile(r"^\s*(?:#|//|/\*+|\*|\"\"\"|''')\s*(.*?)\s*(?:\*/|\"\"\"|''')?\s*$")
+_COMMENT = re.compile(r"^\s*(?:#|//[/!]?|/\*+|\*|\"\"\"|''')\s*(.*?)\s*(?:\*/|\"\"\"|''')?\s*$")
 _KEYWORDS = {"if", "for", "while", "switch", "return", "catch", "function", "constructor"}
 
 
@@ -61,8 +61,8 @@ class Change:
             parts.append("renamed " + ", ".join(f"{a} → {b}" for a, b in self.renamed[:4]))
         if self.removed:
             parts.append("removed " + ", ".join(self.removed[:6]))
-        if self.says and not self.about:
-            parts.append(f"now says “{self.says}”")
+        if self.says and not self.about:  # a line of code is shown as code, prose in quotes
+            parts.append(f"now has {self.says}" if self.says.startswith("`") else f"now says “{self.says}”")
         return head + (": " + "; ".join(parts) if parts else "")
 
 
@@ -77,7 +77,7 @@ def _names(text: str, path: str) -> list[str]:
             kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
             if kind in ("cons", "let", "var") and m.group(0)[:1].isspace():
                 continue  # an indented variable is a local, not something the file defines
-            out.append(name + "()" if kind in ("def", "func", "fn") else name)
+            out.append(name + "()" if kind in ("def", "defp", "func", "fn") else name)
         out += [m + "()" for m in _METHOD.findall(text) if m not in _KEYWORDS]
         if ext.endswith(_CONFIG_EXT):
             out += [f"`{k}`" for k in _KEY.findall(text)]
@@ -102,6 +102,10 @@ def _new_line(old: str, new: str, path: str) -> str:
         m = _COMMENT.match(ln)
         if m and len(m.group(1).split()) >= 3:
             return clip(m.group(1), 160)
+    for ln in added:  # else the first added statement (not a brace, an import or a definition named above)
+        if len(ln) >= 16 and re.search(r"[A-Za-z_]{3,}", ln) and not _DEF.match(ln) and not _METHOD.match("  " + ln) \
+                and not re.match(r"^(?:import|from|use|#include|using|package)\b", ln):
+            return "`" + clip(" ".join(ln.replace("`", "'").split()), 100) + "`"
     return ""
 
 
@@ -128,8 +132,8 @@ def describe_edit(change: Change, old: str, new: str) -> None:
         elif n not in change.removed:
             change.removed.append(n)
     said = _new_line(old, new, change.path)
-    if said:
-        change.says = said
+    if said and not (said.startswith("`") and change.says and not change.says.startswith("`")):
+        change.says = said  # a later comment or doc line wins; a bare statement does not replace one
 
 
 def describe_write(change: Change, content: str) -> None:
@@ -147,8 +151,17 @@ def _title(content: str, path: str) -> str:
     if path.lower().endswith(_DOC_EXT):
         m = _HEADING.search(content)
         return clip(m.group(1), 120) if m else clip(next((ln for ln in content.splitlines() if ln.strip()), ""), 120)
-    for ln in content.splitlines()[:15]:
+    lines = content.splitlines()[:15]
+    for i, ln in enumerate(lines):
         s = ln.strip()
+        if s.startswith("@moduledoc"):  # Elixir: the docstring follows (inline or on the next line)
+            doc = s.removeprefix("@moduledoc").strip().strip('"').strip() or next(
+                (x.strip() for x in lines[i + 1:] if x.strip()), "")
+            if doc and doc != "false" and len(doc.split()) >= 3:
+                return clip(doc.strip('"'), 140)
+            continue
+        if re.match(r"(?:defmodule|module|namespace)\b", s):
+            continue
         if not s or s.startswith("#!") or s.startswith("package ") or s.startswith("import ") or s == '"""':
             continue
         m = _COMMENT.match(s)
@@ -158,3 +171,15 @@ def _title(content: str, path: str) -> str:
             continue
         break
     return ""
+
+
+_LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)  # `cat -n` style numbers some read tools add
+
+
+def describe_read(path: str, output: str) -> str:
+    """What a file that was read is: its title or docstring and what it defines ('' when nothing)."""
+    content = _LINE_NUMBER.sub("", output[:6000])  # what a file is shows at its top
+    about = _title(content, path)
+    names = [n for n in _names(content, path) if not n.startswith("“")][:8]
+    parts = ([f"“{about}”"] if about else []) + (["defines " + ", ".join(names)] if names else [])
+    return "; ".join(parts)

@@ -12,13 +12,20 @@ from typing import Any
 from . import dialog as dl
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
-from .resolve import Decision, Failure, resolve_by_claim, resolve_by_success, unreject_carried_out
+from .markup import declined, read_user, strip_injected
+from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
 
 _BASH_USER = re.compile(r"^Ran `(?P<cmd>[^\n]*)`\n(?P<rest>.*)$", re.DOTALL)
 _SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
-_EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create")
+_EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create", "notebookedit")
+# The agent's own task list (a todo tool that rewrites the whole list), a plan put to the user for
+# approval, and work handed to a sub-agent whose report comes back as the result.
+_TODO_TOOLS = ("todowrite", "todo_write", "update_plan")
+_PLAN_TOOLS = ("exitplanmode", "exit_plan_mode")
+_AGENT_TOOLS = ("task", "agent", "subagent", "dispatch_agent")
+_ASK_TOOLS = ("askuserquestion", "ask_user", "ask_user_question")
 
 
 @dataclass
@@ -40,6 +47,9 @@ class Facts:
     changes: dict[str, Change] = field(default_factory=dict)
     modified: list[str] = field(default_factory=list)  # current names, rename-aware, deletions removed
     read: list[str] = field(default_factory=list)
+    read_notes: dict[str, str] = field(default_factory=dict)  # path -> what the file is (title, definitions)
+    missing: list[Missing] = field(default_factory=list)  # programs not installed
+    looked: list[tuple[str, str]] = field(default_factory=list)  # read-only commands with a short output
     renamed: list[tuple[str, str]] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     uncommitted: list[str] = field(default_factory=list)
@@ -52,10 +62,17 @@ class Facts:
     ends_mid_work: bool = False
     final_text: str = ""
     last_step: str = ""
+    working_plan: list[str] = field(default_factory=list)  # numbered steps announced mid-turn
+    working_plan_seq: int = -1
+    last_calls: str = ""  # the tool calls of the last assistant message
+    last_request: str = ""  # the user's latest message (condensed), whatever kind it is
+    recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
     last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
     embedded: list[str] = field(default_factory=list)
+    said: list[tuple[int, str, int]] = field(default_factory=list)  # every user message condensed, its weight
+    todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -119,9 +136,17 @@ class _Pass:
         if bash:  # the user's own `!command`
             self.user_command(bash.group("cmd"), bash.group("rest"))
             return
+        turn = read_user(text)
+        if turn.shell:  # the user's own shell command, in the harness's markup
+            self.user_command(*turn.shell)
+            return
+        text = turn.text
+        if not text:  # an interruption, or a slash command without arguments: no words of the user
+            return
         if f.first_user_raw is None and text.strip():
             f.first_user_raw = text.strip()
         cleaned, errors = dl.clean_user_text(text)
+        cleaned = dl.unwrapped(cleaned)  # hard-wrapped prose back into paragraphs
         f.user_errors.extend(errors)
         kind = dl.classify_user(cleaned)
         if after_proposal_reply(self, cleaned) and kind in ("direction", "task", "rule", "question"):
@@ -129,6 +154,17 @@ class _Pass:
         if kind == "rule" and not f.tasks and len(cleaned.split()) >= 12:
             kind = "task"  # the opening message states the task, whatever rules it also gives
         f.mentions.extend(PATH.findall(cleaned) + FUNC.findall(cleaned) + CODE.findall(cleaned))
+        picked = dl.picked_option(cleaned, self.last_assistant_text) if self.prev_role == "assistant" else None
+        if picked:  # a short reply that picks one of the options just offered: a decision of the user's
+            f.decisions.append(Decision(f"**User chose**: {picked} (“{clip(cleaned, 80)}”)", self.seq, "switch"))
+            f.said.append((self.seq, f"{clip(cleaned, 80)} (chose: {picked})", 2))
+        condensed = ""
+        if not dl.is_ack(cleaned) and not picked:
+            condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
+            if condensed:  # how long it stays under a tight budget: rules and corrections longest
+                weight = 2 if kind in ("correction", "direction", "rule") or dl.CONSTRAINT_RE.search(condensed) else (
+                    1 if kind == "task" else 0)
+                f.said.append((self.seq, condensed, weight))
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
@@ -138,6 +174,8 @@ class _Pass:
                 x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
+        f.recent_steps = []
+        f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":
             f.tasks.append((self.seq, cleaned))
@@ -202,7 +240,9 @@ class _Pass:
                 texts.append(block["text"].strip())
             elif block.get("type") == "toolCall":
                 args = block.get("arguments") if isinstance(block.get("arguments"), dict) else {}
-                call = Call(str(block.get("name", "tool")), args, self.seq)
+                call = Call(str(block.get("name", "tool")).lower(), args, self.seq)
+                if call.name in _TODO_TOOLS:
+                    self.todos(args)
                 cid = str(block.get("id", f"call{self.seq}"))
                 self.calls[cid] = call
                 self.open_calls[cid] = call
@@ -218,6 +258,9 @@ class _Pass:
         if calls:
             doing = ", ".join(dict.fromkeys(f"{c.name} {c.path}" if c.path else c.short() for c in calls[:3]))
             f.last_step = " — ".join(x for x in (self.last_said, doing) if x)
+            f.last_calls = doing
+        if texts and self.seq > f.last_user_seq:  # what the agent said it was doing since the last request
+            f.recent_steps = (f.recent_steps + [s for s in dl.intentions(joined)])[-3:]
 
     def prose(self, text: str, *, ends_turn: bool) -> None:
         """What the assistant's own words carry: choices, findings, fixes it reports, plans, recaps."""
@@ -232,7 +275,7 @@ class _Pass:
             self.awaiting_adoption = False
         else:
             f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
-        f.findings.extend(dl.finding_sentences(text))
+        f.findings.extend(dl.finding_sentences(text) + dl.listed_findings(text))
         said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
         for x in f.failures:  # the agent's explanation after a failure: a finding, or words that name it
             if x.diagnosis or x.resolved or not said:
@@ -242,23 +285,57 @@ class _Pass:
             if about:  # the sentence that names it, and the one after it (often what to do about it)
                 i = said.index(about[0])
                 x.diagnosis = clip(" ".join(said[i:i + 2]), 300)
+        workaround = next((s for s in sentences(text) if dl.WORKAROUND.search(s)), None)
+        last = f.failures[-1] if f.failures else None
+        if workaround and last and not last.resolved and last.seq == self.seq - 1:
+            # right after a failure the agent turns to another way: the failure is worked around
+            last.resolved = True
+            last.diagnosis = last.diagnosis or clip(workaround.rstrip(":"), 200)
+        gone = f.missing[-1] if f.missing else None
+        if workaround and gone and gone.seq == self.seq - 1:
+            gone.instead = clip(workaround.rstrip(":"), 200)
         for s in sentences(text):
             resolve_by_claim(f.failures, s)
         steps = dl.plan_items(text)
         if len(steps) >= 2 and ends_turn and dl.PROPOSAL.search(text):
             f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, False
+        elif len(steps) >= 2 and not ends_turn:  # steps the agent set out and went on to carry out
+            f.working_plan, f.working_plan_seq = steps, self.seq
         if ends_turn and len(text) >= 80:
             f.recaps.append((self.seq, dl.recap_items(text)))
+
+    def todos(self, args: dict[str, Any]) -> None:
+        """The agent's task list, rewritten whole by each call: the latest one is the state of the work."""
+        items = args.get("todos") or args.get("plan") or []
+        if isinstance(items, list):
+            todos = [(str(t.get("status", "pending")), clip(str(t.get("content") or t.get("step") or ""), 200))
+                     for t in items if isinstance(t, dict)]
+            self.f.todos = [(st, c) for st, c in todos if c]
 
     # -- tool results --------------------------------------------------------------------------
     def result(self, msg: dict[str, Any]) -> None:
         cid = str(msg.get("toolCallId", ""))
-        call = self.calls.get(cid) or Call(str(msg.get("toolName", "tool")), {}, self.seq)
+        call = self.calls.get(cid) or Call(str(msg.get("toolName", "tool")).lower(), {}, self.seq)
         self.open_calls.pop(cid, None)
-        text = text_of(msg.get("content"))
+        text = strip_injected(text_of(msg.get("content")))
         if interrupted(text):
             return
         call.seq = self.seq
+        said = declined(text)
+        if said is not None:  # the user said no at the permission prompt: a rejection, not an error
+            self.declined(call, said)
+            return
+        if call.name in _TODO_TOOLS:
+            return
+        if call.name in _PLAN_TOOLS:
+            self.plan_presented(call)
+            return
+        if call.name in _AGENT_TOOLS:
+            self.agent_report(call, text)
+            return
+        if call.name in _ASK_TOOLS:
+            self.answered(call, text)
+            return
         command_like = call.name not in READ_ONLY_TOOLS and call.name not in _EDIT_TOOLS
         if msg.get("isError") or (command_like and looks_failed(text)):
             self.tools.failure(call, error_line(text), text)
@@ -270,6 +347,51 @@ class _Pass:
             self.edited(call)
             return
         self.tools.success(call, text)
+
+    def declined(self, call: Call, said: str) -> None:
+        f = self.f
+        what = dl.plan_text(str(call.args.get("plan", ""))) if call.name in _PLAN_TOOLS else call.short()
+        reason = clip(said, 450) if said else ""
+        f.decisions.append(Decision(clip(what, 300), self.seq, "rejected", reason))
+        if call.name in _PLAN_TOOLS and f.plan_seq == call.seq:
+            f.plan, f.plan_accepted = [], False
+        if said:  # what the user typed at the prompt is a message of theirs
+            self.prev_role = ""
+            self.user(said)
+
+    def plan_presented(self, call: Call) -> None:
+        """A plan the harness put to the user and the user approved: the call's plan, else the plan the
+        assistant wrote out just before asking."""
+        f = self.f
+        plan = str(call.args.get("plan") or "") or (self.last_assistant_text if len(self.last_assistant_text) >= 200 else "")
+        steps = dl.plan_steps(plan, 10)
+        if steps:
+            f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, True
+        title = dl.plan_title(plan)
+        f.decisions.append(Decision("**Plan approved by the user**" + (f": {title}" if title else ""), self.seq, "switch"))
+
+    def answered(self, call: Call, text: str) -> None:
+        """The user's answers to the questions the agent asked: decisions, with the options not taken."""
+        options: dict[str, list[str]] = {}
+        for q in call.args.get("questions") or []:
+            if isinstance(q, dict):
+                labels = [str(o.get("label", "")) + (f" ({clip(str(o['description']), 80)})" if o.get("description") else "")
+                          for o in q.get("options") or [] if isinstance(o, dict)]
+                options[str(q.get("question", ""))] = [lb for lb in labels if lb]
+        for question, answer in dl.answers(text):
+            others = [o for o in options.get(question, []) if not o.startswith(answer) and o.split(" (")[0] not in answer]
+            line = f"**User chose** “{clip(answer, 200)}” for: {clip(question, 160)}"
+            if others:
+                line += " (options not chosen: " + "; ".join(clip(o, 80) for o in others[:5]) + ")"
+            self.f.decisions.append(Decision(line, self.seq, "switch"))
+            self.f.said.append((self.seq, clip(f"{answer} (answering: {question})", 320), 2))
+
+    def agent_report(self, call: Call, report: str) -> None:
+        """A sub-agent's report: what it found is a finding of the work."""
+        task = clip(str(call.args.get("description") or call.args.get("prompt") or "sub-task"), 80)
+        points = dl.recap_items(report, 3)
+        if points:
+            self.f.findings.append(clip(f"{task}: " + " ".join(points), 400))
 
     def edited(self, call: Call) -> None:
         f = self.f

@@ -60,9 +60,14 @@ def printed_values(output: str, max_lines: int = 4) -> str:
     return clip(" | ".join(ln.strip() for ln in lines), 300)
 
 
+_LS_LONG = re.compile(r"^[-dlcbps][rwxsStT-]{9}[@+.]?\s+\d+\s+\S+\s+\S+\s+[\d,]+\s+\w{3}\s+\d+\s+[\d:]+\s+")
+
+
 def listing(output: str, max_items: int = 20) -> str:
     """A listing the user asked for, as a compact list of its first lines."""
-    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip()]
+    lines = [ln.strip() for ln in output.strip().splitlines() if ln.strip() and not re.match(r"total \d+$", ln.strip())]
+    lines = [_LS_LONG.sub("", ln) for ln in lines]  # `ls -l`: the names, not the modes and dates
+    lines = [ln for ln in lines if ln not in (".", "..")]
     if not lines:
         return ""
     shown = ", ".join(clip(ln, 60) for ln in lines[:max_items])

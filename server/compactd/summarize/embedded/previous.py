@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from .sectionkeys import BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, GOAL, IN_PROGRESS, NEXT, NONE
+from .sectionkeys import BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, GOAL, IN_PROGRESS, NEXT, NONE, USER
 from .text import LIST_MARK, clip
 
 _FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
@@ -15,6 +15,7 @@ _FILE_TAGS = re.compile(r"<(read-files|modified-files)>.*?</\1>", re.DOTALL)
 _HEADING_MAP: tuple[tuple[str, str | None], ...] = (
     ("turn context", None),
     ("original request", GOAL),
+    ("user message", USER),
     ("early progress", DONE),
     ("context for suffix", CRITICAL),
     ("constraint", CONSTRAINTS),

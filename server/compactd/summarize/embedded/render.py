@@ -8,9 +8,11 @@ from dataclasses import dataclass
 
 from ..base import SummaryKind
 from .sectionkeys import (
-    BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, NONE, REQUEST, SUFFIX,
+    BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, NONE, REQUEST, SUFFIX, USER,
 )
 from .text import u16
+
+USER_HEADING = "## User Messages"
 
 # Lower = dropped first when the budget is tight.
 PRIORITY = {
@@ -25,6 +27,7 @@ PRIORITY = {
     BLOCKED: 6,
     NEXT: 7,
     REQUEST: 8,
+    USER: 4,
 }
 
 
@@ -34,6 +37,7 @@ class Line:
     text: str
     priority: int
     order: int
+    rank: int = 0  # within its section, lower = dropped first when the budget is tight
 
 
 class Lines:
@@ -42,9 +46,10 @@ class Lines:
     def __init__(self) -> None:
         self.items: list[Line] = []
 
-    def add(self, section: str, texts: list[str], priority: int | None = None) -> None:
-        for t in texts:
-            self.items.append(Line(section, t, PRIORITY[section] if priority is None else priority, len(self.items)))
+    def add(self, section: str, texts: list[str], priority: int | None = None, ranks: list[int] | None = None) -> None:
+        for i, t in enumerate(texts):
+            self.items.append(Line(section, t, PRIORITY[section] if priority is None else priority, len(self.items),
+                                   ranks[i] if ranks else 0))
 
 
 def render(kind: SummaryKind, lines: list[Line]) -> str:
@@ -76,19 +81,56 @@ def render(kind: SummaryKind, lines: list[Line]) -> str:
     ]
     if kind == SummaryKind.HISTORY:
         parts.append("## Critical Context\n" + bullets(CRITICAL))
+    if by.get(USER):  # not a required heading: present when the user said something
+        parts.append(USER_HEADING + "\n" + bullets(USER))
     return "\n\n".join(parts)
 
 
+# When the budget is tight, content sections give up lines in proportion to their size over their
+# weight, so that no section is emptied while another keeps everything; the user's messages and the
+# goals keep their first item (the task as first stated) and give up the middle.
+SHARE = {DONE: 3.0, EARLY: 3.0, USER: 3.0, DECISIONS: 2.0, SUFFIX: 2.0, CRITICAL: 1.5, CONSTRAINTS: 1.0,
+         IN_PROGRESS: 1.0, GOAL: 1.0}
+_KEEP_FIRST = (USER, GOAL)
+_SHARED_FROM = 2  # lines of priority 2 and above are trimmed by share; below that, dropped first
+
+
+def _size(line: Line) -> int:
+    return u16(line.text) + 8
+
+
+def _victim(keep: list[Line]) -> Line | None:
+    """The next line to drop: the least important first (priority below the shared tier), then a line
+    of the content section furthest over its share, then by priority."""
+    low = [ln for ln in keep if ln.priority < _SHARED_FROM]
+    if low:
+        return min(low, key=lambda ln: (ln.priority, ln.order))
+    by: dict[str, list[Line]] = {}
+    for ln in keep:
+        if ln.section in SHARE:
+            by.setdefault(ln.section, []).append(ln)
+    candidates = {k: v for k, v in by.items() if len(v) > (1 if k in _KEEP_FIRST else 0)}
+    if candidates:
+        section = max(candidates, key=lambda k: (sum(_size(ln) for ln in candidates[k]) / SHARE[k], k))
+        lines = candidates[section]
+        rest = lines[1:] if section in _KEEP_FIRST else lines
+        return min(rest, key=lambda ln: (ln.rank, ln.order))
+    return min(keep, key=lambda ln: (ln.priority, ln.order)) if keep else None
+
+
 def fit(kind: SummaryKind, lines: list[Line], max_tokens: int) -> str:
-    """Drop lowest-priority (then oldest) lines until ceil(chars/4) <= max_tokens."""
+    """Drop lines (see _victim) until ceil(chars/4) <= max_tokens; headings are never dropped."""
     text = render(kind, lines)
     if max_tokens <= 0 or math.ceil(u16(text) / 4) <= max_tokens:
         return text
     over = math.ceil(u16(text) / 4) - max_tokens
     keep = list(lines)
-    for victim in sorted(lines, key=lambda ln: (ln.priority, ln.order)):
+    while keep:
+        victim = _victim(keep)
+        if victim is None:
+            break
         keep.remove(victim)
-        over -= (u16(victim.text) + 8) // 4  # a cheap estimate; the render below decides
+        over -= _size(victim) // 4  # a cheap estimate; the render below decides
         if over <= 0:
             text = render(kind, keep)
             over = math.ceil(u16(text) / 4) - max_tokens

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .commands import Call, command_family, program
+from .commands import Call, command_family, program, segments
 from .dialog import claims_fixed
 from .text import anchors
 
@@ -23,6 +23,16 @@ class Failure:
     tally: str = ""  # a test run's counts and failing names
     diagnosis: str = ""  # what the assistant said about it right after seeing it
     deferred: str = ""  # the user's words when they put it aside
+
+
+@dataclass
+class Missing:
+    """A program the machine does not have (found by a read-only command), and what the agent did instead."""
+
+    program: str
+    line: str
+    seq: int
+    instead: str = ""
 
 
 @dataclass
@@ -49,7 +59,8 @@ def resolve_by_success(failures: list[Failure], call: Call) -> str:
             continue
         f_family = command_family(f.call.command) if f.call.command else None
         same_program = bool(f.call.command and call.command) and program(f.call.command) == program(call.command)
-        if f.call.key == call.key or (family and f_family == family) or (same_program and not f_family):
+        again = bool(f.call.command and call.command) and f.call.command.strip() in segments(call.command)
+        if f.call.key == call.key or again or (family and f_family == family) or (same_program and not f_family):
             f.resolved = True
         elif f.call.name in ("edit", "write") and call.name in ("edit", "write") and f.call.path == call.path:
             f.resolved = True

@@ -8,6 +8,7 @@ BLOCKED = "blocked"
 DECISIONS = "decisions"
 NEXT = "next"
 CRITICAL = "critical"
+USER = "user"  # the user's messages, condensed, in order
 REQUEST = "request"
 EARLY = "early"
 SUFFIX = "suffix"

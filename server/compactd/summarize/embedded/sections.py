@@ -20,13 +20,14 @@ from __future__ import annotations
 import re
 
 from ..base import SummaryKind
-from .commands import command_family, is_typed_error
-from .dialog import CONSTRAINT_RE, stem
+from .commands import command_family, is_typed_error, program
+from .dialog import CONSTRAINT_RE, polite, stem
 from .facts import Facts
+from .outcomes import listing
 from .resolve import Failure
 from .render import Lines
 from .sectionkeys import (
-    BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, REQUEST, SUFFIX,
+    BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, REQUEST, SUFFIX, USER,
 )
 from .text import LIST_MARK, anchors, clip, dedupe, norm, sentences
 
@@ -35,7 +36,7 @@ _FILES_CHANGED = "Files changed: "
 _FILES_RENAMED = "Files renamed: "
 _FILES_DELETED = "Files deleted: "
 _MENTIONED = "Mentioned: "
-_CAPS = {GOAL: 6, CONSTRAINTS: 14, DONE: 30, IN_PROGRESS: 6, BLOCKED: 6, DECISIONS: 12, NEXT: 6, CRITICAL: 20,
+_CAPS = {USER: 24, GOAL: 6, CONSTRAINTS: 14, DONE: 30, IN_PROGRESS: 6, BLOCKED: 6, DECISIONS: 12, NEXT: 6, CRITICAL: 20,
          EARLY: 30, SUFFIX: 15}
 Previous = dict[str, list[str]]
 
@@ -50,6 +51,8 @@ def goal_text(request: str, limit: int = 400) -> str:
     picked: list[str] = []
     for s in sentences(request):
         s = LIST_MARK.sub("", s).strip()
+        if polite(s):
+            continue
         if picked and (CONSTRAINT_RE.search(s) or len(s.split()) < 4):
             continue
         if picked and sum(len(p) + 1 for p in picked) + len(s) > limit:
@@ -72,14 +75,32 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     out.add(GOAL, _goals(f, prev))
     out.add(CONSTRAINTS, capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints]))
     moved, still = _previous_in_progress(f, prev)
-    out.add(DONE, _done(f, prev, moved))
+    done = _done(f, prev, moved)
+    out.add(DONE, [t for _, t in done], ranks=[_DONE_RANK.get(k, 3) for k, _ in done])
     out.add(IN_PROGRESS, capped(IN_PROGRESS, [*still, *_in_progress(f)]))
     out.add(BLOCKED, capped(BLOCKED, [*_previous_blocked(f, prev), *_blocked(f)]))
     out.add(DECISIONS, _decisions(f, prev))
     out.add(NEXT, _next_steps(f, prev))
     if kind == SummaryKind.HISTORY:
         _critical(out, f, prev)
+    said = _user_messages(f, prev)
+    # Under a tight budget, rules and corrections stay longest, then tasks; a previous summary's first.
+    weights = {norm(t): w for _, t, w in f.said}
+    out.add(USER, said, ranks=[weights.get(norm(t), 2) for t in said])
+    if f.root:  # paths under the project root are shown relative to it, in commands too
+        prefix = f.root.rstrip("/") + "/"
+        for ln in out.items:
+            if not ln.text.startswith("Project root: "):
+                ln.text = ln.text.replace(prefix, "")
     return out
+
+
+def _user_messages(f: Facts, prev: Previous) -> list[str]:
+    """Every message the user wrote, condensed, oldest first: where their rules, reasons and
+    corrections are in their own words. When there are too many, the first two and the newest."""
+    said = dedupe([*prev.get(USER, []), *(t for _, t, _ in f.said)])
+    cap = _CAPS[USER]
+    return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
 
 
 def _open_work(f: Facts) -> bool:
@@ -89,7 +110,14 @@ def _open_work(f: Facts) -> bool:
 def _fixed_lines(f: Facts) -> list[str]:
     return [f"Fixed: {clip(x.line, _MAX_ERROR)} (from `{_short_command(x.call.command)}`)"
             + (f" — {x.diagnosis}" if x.diagnosis else "")
-            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)][-6:]
+            for x in _first_per_line(f.fixed) if x.call.command and is_typed_error(x.line)
+            and not _version_control(x.call.command)][-6:]
+
+
+def _version_control(command: str) -> bool:
+    """A git / gh command: a push or rebase that failed and then went through is housekeeping, not a fix
+    of the work."""
+    return program(command).split(" ")[0] in ("git", "gh")
 
 
 def _short_command(command: str) -> str:
@@ -112,7 +140,8 @@ def _error_lines(f: Facts) -> list[str]:
 
 
 def _goals(f: Facts, prev: Previous) -> list[str]:
-    tasks = [goal_text(t) for _, t in f.tasks]
+    # The first task as stated, later ones by their opening (their full words are under User Messages).
+    tasks = [goal_text(t, 400 if i == 0 else 200) for i, (_, t) in enumerate(f.tasks)]
     if len(tasks) > 5:
         tasks = tasks[:2] + tasks[-3:]
     goals = dedupe([*prev.get(GOAL, [])[:3], *tasks])
@@ -135,13 +164,20 @@ def _previous_blocked(f: Facts, prev: Previous) -> list[str]:
     return [b for b in prev.get(BLOCKED, []) if not (anchors(b) & touched) and b not in fixed]
 
 
-def _done(f: Facts, prev: Previous, moved: list[str]) -> list[str]:
+# Which Done lines give way first when the budget is tight: plain commands, then recap sentences and
+# other tools, then a previous summary's items; edits, commits, fixes and checks last.
+_DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "todo": 2, "prev": 2}
+
+
+def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     checks_ok = [f"`{fam}` passes" + (f" ({f.tallies[fam]})" if f.tallies.get(fam) else "")
-                 for fam, (seq, ok) in f.checks.items() if ok and seq >= f.last_code_edit_seq]
+                 + ("" if seq >= f.last_code_edit_seq else " (before the last edits)")
+                 for fam, (seq, ok) in f.checks.items() if ok]
     items = [("prev", t) for t in [*prev.get(DONE, []), *moved]]
     items += [(k, t) for _, k, t in f.done] + [("fixed", t) for t in _fixed_lines(f)]
     items += [("check", t) for t in checks_ok]
-    items += [("recap", t) for _, pts in f.recaps[-3:] for t in pts[:5]]
+    items += [("recap", t) for _, pts in f.recaps[-6:] for t in pts[:4]]
+    items += [("todo", t) for st, t in f.todos if st == "completed"]
     seen: set[str] = set()
     items = [(k, t) for k, t in items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
     for kind in ("command", "other", "recap", "prev"):  # plain commands go first, then tools, recaps
@@ -150,7 +186,7 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[str]:
             if idx is None:
                 break
             items.pop(idx)
-    return [t for _, t in items[-_CAPS[DONE]:]]
+    return items[-_CAPS[DONE]:]
 
 
 def _in_progress(f: Facts) -> list[str]:
@@ -158,12 +194,20 @@ def _in_progress(f: Facts) -> list[str]:
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
     if open_work and last_task:
-        items.append("Working on: " + goal_text(last_task, 300))
-    if f.ends_mid_work and f.last_step:
+        items.append("Working on: " + goal_text(last_task, 160))  # whole under Next Steps
+    if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
+                                         and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
+        items.append("Latest request: " + f.last_request)
+    if f.ends_mid_work and f.recent_steps:  # what the agent said it was doing, and its last calls
+        items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
+    elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
+    if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
+        items.append("Steps set out for it: " + clip("; ".join(f.working_plan), 400))
     last = f.corrections[-1] if f.corrections else None
     if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
         items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
+    items += ["Working on: " + t for st, t in f.todos if st == "in_progress"]
     if f.uncommitted:
         items.append("Uncommitted changes: " + ", ".join(f.show(p) for p in f.uncommitted[-8:]))
     return items + f.pending
@@ -178,7 +222,8 @@ def _decisions(f: Facts, prev: Previous) -> list[str]:
     for d in f.decisions:
         text = clip(d.text, 400)
         if d.kind == "rejected":
-            items.append(("rejected", f"**Rejected by the user**: {text}" + (f" — {d.reason}" if d.reason else "")))
+            reason = f" — {clip(d.reason, 240)}" if d.reason else ""
+            items.append(("rejected", f"**Rejected by the user**: {text}{reason}"))
         elif d.kind == "user":
             items.append(("user", f"**User**: {text}"))
         elif d.kind == "switch":
@@ -207,6 +252,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     last_task = f.tasks[-1][1] if f.tasks else None
     if _open_work(f) and last_task:
         steps.append("Finish: " + goal_text(last_task, 300))
+    steps += [t for st, t in f.todos if st == "pending"]
     last_recap = f.recaps[-1][0] if f.recaps else -1
     if f.plan and f.plan_seq >= last_recap and (f.plan_accepted or f.plan_seq == f.last_assistant_seq):
         steps += f.plan
@@ -250,7 +296,7 @@ def offered_steps(final_text: str) -> list[str]:
     for s in sentences(final_text)[-4:]:
         if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
             steps.append(clip("Offered: " + s, 300))
-        elif re.match(r"^next(?: is| up| step)?\b", s, re.I):
+        elif re.match(r"^next(?: is| up| step)?\b", s, re.I) and not s.endswith(":"):
             steps.append(clip(s, 300))
     return steps
 
@@ -265,12 +311,14 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
                 break
         else:
             critical.append(item)
-    if f.root:
-        critical.append(f"Project root: {f.root} (paths in this summary are relative to it)")
+    if f.root:  # the key to every relative path: the last line of the section to go
+        out.add(CRITICAL, [f"Project root: {f.root} (paths in this summary are relative to it)"], ranks=[9])
     critical += ["Error reported by the user: " + e for e in f.user_errors[-4:]]
     critical += [f"Left open at the user's word (\"{x.deferred}\"): {x.call.short()}: {clip(x.line, _MAX_ERROR)}"
                  for x in f.deferred]
     critical += ["Finding: " + s for s in f.findings[-6:]]
+    critical += [f"Not installed here: `{m.program}` ({clip(m.line, 120)})" + (f" — {m.instead}" if m.instead else "")
+                 for m in {m.program: m for m in f.missing}.values()]
     renamed = dedupe([*renamed, *(f"{a} → {b}" for a, b in f.renamed)])
     deleted = dedupe([*deleted, *f.deleted])
     modified = dedupe([*modified, *(f.show(p) for p in f.modified)])
@@ -288,6 +336,12 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     if deleted:
         files.append(_FILES_DELETED + ", ".join(deleted[-20:]))
     out.add(CRITICAL, files, priority=1)
+    # What the files read turned out to be (not the ones changed, Done describes those): kept when
+    # there is room, which is when the work was mostly reading.
+    notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
+    cut = (f.root.rstrip("/") + "/") if f.root else "\0"
+    looked = [f"Looked: `{clip(cmd, 100)}` → {listing(out_.replace(cut, ''), 12)}" for cmd, out_ in f.looked]
+    out.add(CRITICAL, notes[-12:] + dedupe(looked)[-8:], priority=1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

@@ -54,6 +54,7 @@ def sentences(text: str) -> list[str]:
     for line in unfenced_lines(text):
         if not line or _CODE_LINE.search(line):
             continue
+        line = re.sub(r"^\d+[.)]\s+", "", line)  # a numbered item's number is not a sentence of its own
         out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[\w`\"'(\[])", line) if s.strip())
     return out
 

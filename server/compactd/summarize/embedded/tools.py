@@ -6,9 +6,12 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from .commands import READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, same_file, segments
+from .commands import (
+    READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
+)
+from .edits import describe_read
 from .outcomes import listing, printed_values, run_tally
-from .resolve import Failure
+from .resolve import Failure, Missing
 from .text import clip
 
 if TYPE_CHECKING:
@@ -17,6 +20,8 @@ if TYPE_CHECKING:
 # Scratch locations: deleting or moving files there is not a change to the project.
 _SCRATCH = re.compile(r"^(?:/tmp/|/var/tmp/|/var/folders/|/private/tmp/|\$TMPDIR)")
 
+
+_MISSING_PROGRAM = re.compile(r"command not found|not recognized as an internal or external command")
 
 # A command that prints its own exit status was run to look at the failure, not to succeed.
 _PROBE = re.compile(r"echo [\"']?[\w =:-]*\$\?")
@@ -44,6 +49,8 @@ class ToolEffects:
             f.checks[family] = (call.seq, False)
             f.tallies[family] = tally
         if call.read_only() and not family:
+            if _MISSING_PROGRAM.search(output):  # a fact about the machine, not an error of the work
+                f.missing.append(Missing(program(call.command) or call.name, line, call.seq))
             return  # a search that found nothing is not an error of the work
         printed = re.sub(r"Command exited with code \d+\s*$", "", output).strip().removeprefix("(no output)").strip()
         if _PROBE.search(call.command) or not printed and _ends_in_search(call):
@@ -59,12 +66,18 @@ class ToolEffects:
             return
         if call.name == "read" and call.path and call.path not in f.read:
             f.read.append(call.path)
-        if self.asked and call.read_only() and call.name not in ("read",):
-            shown = listing(output, 8)
-            if shown:  # the user asked to see something: what came back is the answer
-                what = f"`{clip(call.command, 100)}`" if call.command else call.short()
-                f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
-                self.asked = False
+        if call.name == "read" and call.path:
+            what = describe_read(call.path, output)
+            if what:  # what the file turned out to be: a finding of its own in an exploration
+                f.read_notes[call.path] = what
+        shown = listing(output, 8) if call.read_only() and call.name != "read" else ""
+        if self.asked and shown:  # the user asked to see something: what came back is the answer
+            what = f"`{clip(call.command, 100)}`" if call.command else call.short()
+            f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
+            self.asked = False
+        elif shown and call.command and len(output.strip().splitlines()) <= 12:
+            # a short listing or search result: what the agent learned, kept when there is room
+            f.looked.append((call.command, output[:3000]))
         if not call.command or call.read_only():
             if not call.command and call.name not in READ_ONLY_TOOLS:
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
@@ -82,9 +95,9 @@ class ToolEffects:
             self.committed(call.seq, message, output)
             return
         renames, deleted = file_moves(call.command)
-        in_scratch = bool(_SCRATCH.match((cwd_of(call.command) or "").rstrip("/") + "/"))
-        renames = [(s, d) for s, d in renames if not _SCRATCH.match(s) and not (in_scratch and not s.startswith("/"))]
-        deleted = [d for d in deleted if not _SCRATCH.match(d) and not (in_scratch and not d.startswith("/"))]
+        in_scratch = self.scratch((cwd_of(call.command) or "").rstrip("/") + "/")
+        renames = [(s, d) for s, d in renames if not self.scratch(s) and not (in_scratch and not s.startswith("/"))]
+        deleted = [d for d in deleted if not self.scratch(d) and not (in_scratch and not d.startswith("/"))]
         if renames or deleted:
             self.moved(call.seq, renames, deleted)
             return
@@ -92,6 +105,13 @@ class ToolEffects:
             return  # scaffolding or scratch clean-up, not worth a line
         shown = printed_values(output)
         f.done.append((call.seq, "command", f"Ran `{clip(call.command, 160)}`" + (f" → {shown}" if shown else "")))
+
+    def scratch(self, path: str) -> bool:
+        """A scratch location, unless the work itself happens there (a project checked out under /tmp)."""
+        if not _SCRATCH.match(path):
+            return False
+        top = "/".join(path.split("/")[:3]) + "/"  # /tmp/<dir>/
+        return not any(p.startswith(top) for p in [*self.f.modified, *self.f.read])
 
     def moved(self, seq: int, renames: list[tuple[str, str]], deleted: list[str]) -> None:
         f = self.f
