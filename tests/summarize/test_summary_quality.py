@@ -31,9 +31,8 @@ def test_embedded_answers_at_least_90_percent_of_development_probes_with_no_forb
     assert s.total >= 300
     assert s.forbidden == 0, [(r.probe.id, r.forbidden) for r in s.results if r.forbidden]
     assert s.ratio >= 0.90, [r.probe.id for r in s.failures()]
-    pi = {r.region.name for r in report.results if r.region.source == "real" and not r.region.name.startswith("external/")}
-    assert report.score("embedded", regions=pi).ratio >= 0.88  # Pi's own sessions (budget shared with User Messages)
-    assert report.score("embedded", source="real").ratio >= 0.75  # with the external real sessions
+    # The suite sees Pi's own real sessions only (the external ones stay on the machine, tests/conftest.py).
+    assert report.score("embedded", source="real").ratio >= 0.90
     assert report.score("embedded", source="corpus").ratio >= 0.85
 
 
