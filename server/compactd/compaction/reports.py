@@ -115,7 +115,8 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
         conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
     else:
         conversation = turn_prefix = None
-    summarized = _estimate_pairs(prep.summarized) + _estimate_pairs(prep.turn_prefix)
+    cache = prep.text_cache
+    summarized = _estimate_pairs(prep.summarized, cache) + _estimate_pairs(prep.turn_prefix, cache)
     previous = (len(prep.previous_summary) + 3) // 4 if prep.previous_summary else 0
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
@@ -138,8 +139,11 @@ def preparation_json(prep: CompactionPreparation, *, include_text: bool = True,
     }
 
 
-def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]]) -> int:
-    return sum(estimate_tokens(message) for _, message in items)
+def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]], cache: SerializedTextCache | None = None) -> int:
+    """The chars/4 estimates of `items` added up; through the caller's per-entry cache when given."""
+    if cache is None:
+        return sum(estimate_tokens(message) for _, message in items)
+    return sum(cache.estimate(entry_id, message) for entry_id, message in items)
 
 
 def prepare_report(
