@@ -15,6 +15,7 @@ from ._common import (
     add_json_argument,
     open_session,
     print_json,
+    print_json_with_parts,
     require_entry,
     run_guarded,
 )
@@ -47,7 +48,10 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         # The text is opt-in as in the human-readable form: on a long uncompacted path it is tens
         # of megabytes, and serializing it is most of the command's time.
-        print_json(preparation_json(prep, include_text=args.show_text) if prep else None)
+        if prep and args.show_text:  # the texts as encoded parts, never joined (print_json_with_parts)
+            print_json_with_parts(preparation_json(prep, text_as_json=True))
+        else:
+            print_json(preparation_json(prep, include_text=False) if prep else None)
         return 0
     if not prep:
         print(f"nothing to compact: {prep.message}")

@@ -340,18 +340,22 @@ def serialize_sourced_json(
     run: list[bytes] = [b'"']
     size = 0
     first = True
+    parts: list[str] = []
     for entry_id, message in items:
         if cache is not None:
-            body = cache.json_text(entry_id, message, escape)
-        else:
-            body = json_string_body(_escaped_text(message, escape))
-        if not body:
-            continue
-        if not first:
-            run.append(_JSON_BLANK_LINE)
-        first = False
-        run.append(body)
-        size += len(body)
+            bodies = [cache.json_text(entry_id, message, escape)]
+        else:  # each part on its own (escaping and JSON are per character): no text per message
+            parts.clear()
+            append_message_parts(message, parts)
+            bodies = [json_string_body(escape(part) if escape is not None else part) for part in parts]
+        for body in bodies:
+            if not body:
+                continue
+            if not first:
+                run.append(_JSON_BLANK_LINE)
+            first = False
+            run.append(body)
+            size += len(body)
         if size >= JSON_CHUNK_BYTES:
             chunks.append(b"".join(run))
             run, size = [], 0
