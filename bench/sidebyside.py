@@ -116,7 +116,7 @@ def goals(rows: list[dict[str, Any]]) -> list[tuple[str, str, str]]:
     stats = []
     for file, steps in table.items():
         row = steps.get("tokenStats after an append", {}).get("daemon")
-        if row is not None and (row["extra"].get("bytes") or 0) >= MB:
+        if row is not None:  # (this target holds on every file, small ones too)
             stats.append((file, row["median"]))
     out = []
     for target, step, impl, limit in (
