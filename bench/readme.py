@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.harness import DEFAULT_JSON
-from bench.sidebyside import side_by_side
+from bench.sidebyside import goals, side_by_side
 
 
 def _row(rows: list[dict[str, Any]], scenario: str, case_start: str) -> dict[str, Any] | None:
@@ -85,6 +85,47 @@ def targets(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _max_wait(row: dict[str, Any] | None) -> float | None:
+    """The longest a request waited in `row`, leaving out those a host stall overlapped."""
+    if row is None:
+        return None
+    derived = row.get("derived", {})
+    value = derived.get("max_outside_host_stalls")
+    return float(value) if value is not None else max(row["samples"])
+
+
+def verdicts(rows: list[dict[str, Any]]) -> str:
+    """Issue 29's targets, each judged met or not met from this run's rows."""
+    lines = ["| target | this run | |", "|---|---|---|"]
+    lines += [f"| {target} | {result} | {verdict} |" for target, result, verdict in goals(rows)]
+    waits = [(what, _max_wait(_row(rows, scenario, case))) for what, scenario, case in (
+        ("the first exact count of 100k entries", "daemon_first_count", "session/entry while"),
+        ("the whole tree of 100k entries (one long path)", "daemon_tree", "session/entry while every node is built, 100k entries, one long path"),
+        ("the whole tree of 100k entries (branches)", "daemon_tree", "session/entry while every node is built, 100k entries, compacted"),
+        ("another session's compaction", "daemon_roundtrip", "session/entry while another session compacts"),
+    )]
+    measured = [(what, wait) for what, wait in waits if wait is not None]
+    if measured:
+        worst = max(wait for _, wait in measured)
+        detail = "; ".join(f"{what}: {wait:.1f} ms" for what, wait in measured)
+        missing = [what for what, wait in waits if wait is None]
+        if missing:
+            detail += "; not measured: " + ", ".join(missing)
+        lines.append(f"| never wait: no request waits more than 20 ms behind another's work (requests a host "
+                     f"stall overlapped left out) | {detail} | {'met' if worst <= 20 and not missing else '**not met**'} |")
+    for row in rows:
+        if row["scenario"] == "cli_prepare" and row["case"].endswith("uncompacted, with text"):
+            ok = row["median"] <= 2.0
+            lines.append(f"| `compactd prepare --show-text` on 100k entries ≤ 2 s | {row['median']:.2f} s (uncompacted) "
+                         f"| {'met' if ok else '**not met**'} |")
+    rss = [r["derived"]["Δrss/size"] for r in rows if r["scenario"] == "vs_pi" and r["extra"]["vs"]["step"] == "rss"
+           and "Δrss/size" in r.get("derived", {}) and r["extra"]["bytes"] > 1_000_000]
+    if rss:
+        lines.append(f"| peak RSS after open ≤ 3 × the file | {min(rss):.2f}–{max(rss):.2f}× "
+                     f"| {'met' if max(rss) <= 3 else '**not met**'} |")
+    return "\n".join(lines) if len(lines) > 2 else ""
+
+
 def main(argv: list[str]) -> int:
     path = Path(argv[0]) if argv else DEFAULT_JSON
     data = json.loads(path.read_text(encoding="utf-8"))
@@ -94,6 +135,10 @@ def main(argv: list[str]) -> int:
           f"{meta.get('started')} -->\n")
     if meta.get("compiled") is False:
         print("**Measured with the interpreted modules** (built without mypyc, or COMPACTD_PURE=1).\n")
+    judged = verdicts(rows)
+    if judged:
+        print(judged)
+        print()
     print(side_by_side(rows))
     print()
     print(targets(rows))

@@ -1,6 +1,7 @@
 """`session/tree` for a side panel through the real daemon (issue 14): the first screen of a long
 session (`limit`: the leaf's lists, one page each), one more page, a screen after an append, and
-the full answer (every node) for comparison."""
+the full answer (every node) for comparison, and other requests (`session/entry`) while that
+answer is built: how long one waits behind it (issue 29: at most 20 ms)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from bench import Case, Context, scenario
+from bench.host_stalls import HostStalls
 from bench.lsp import daemon_on_copy
 
 LIMIT = 200  # rows per list: more than a panel shows at once
@@ -21,8 +23,9 @@ def daemon_tree(ctx: Context) -> Iterator[Case]:
     for kind, compactions in (("compacted, branches", True), ("one long path", False)):
         source = ctx.entries_session(count, compactions=compactions)
         measured: dict[str, list[float]] = {}
+        host = HostStalls()
 
-        def measure(source: Path = source, measured: dict[str, list[float]] = measured) -> None:
+        def measure(source: Path = source, measured: dict[str, list[float]] = measured, host: HostStalls = host) -> None:
             with daemon_on_copy(source) as (daemon, sid):
                 def timed(params: dict[str, object]) -> tuple[float, dict[str, object]]:
                     t0 = time.perf_counter()
@@ -43,6 +46,18 @@ def daemon_tree(ctx: Context) -> Iterator[Case]:
                     after.append(timed({"limit": LIMIT})[0])
                 measured["append"] = after
                 measured["full"] = [timed({})[0]]
+                # Once more, with other requests asked while it is built.
+                leaf = daemon.call("session/context", {"sessionId": sid})["leafId"]
+                windows: list[tuple[float, float]] = []
+                with host:
+                    whole = daemon.start("session/tree", {"sessionId": sid})
+                    while not daemon.answered(whole):
+                        started = time.perf_counter()
+                        daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})
+                        windows.append((started, time.perf_counter()))
+                    daemon.wait(whole, timeout=600)
+                measured["during"] = [end - start for start, end in windows] or [0.0]
+                measured["clear"] = [end - start for start, end in windows if not host.stalled_ms(start, end)] or [0.0]
 
         def samples(key: str, measure=measure, measured: dict[str, list[float]] = measured) -> list[float]:
             if not measured:
@@ -56,3 +71,12 @@ def daemon_tree(ctx: Context) -> Iterator[Case]:
         yield Case(f"page of {LIMIT} earlier rows, {label}", lambda s=samples: s("page"), unit="ms", sampled=True, extra=note)
         yield Case(f"screen after an append, {label}", lambda s=samples: s("append"), unit="ms", sampled=True, extra=note)
         yield Case(f"every node (no limit), {label}", lambda s=samples: s("full"), unit="ms", sampled=True, extra=note)
+
+        def derive(result: dict[str, object], measured: dict[str, list[float]] = measured, host: HostStalls = host) -> None:
+            result["derived"].update(  # type: ignore[attr-defined]
+                max=max(measured["during"]) * 1000, max_outside_host_stalls=max(measured["clear"]) * 1000,
+                requests_in_host_stalls=len(measured["during"]) - len(measured["clear"]),
+                host_stalls_ms=[round(s.ms) for s in host.stalls])
+
+        yield Case(f"session/entry while every node is built, {label}", lambda s=samples: s("during"), unit="ms",
+                   sampled=True, extra=note, after=derive)

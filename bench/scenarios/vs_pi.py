@@ -7,7 +7,11 @@ each in a fresh process per file) and through the daemon
 (`session/open`, `session/context`, `session/prepareCompaction` over stdio). "prepare" is like
 for like: Pi's preparation plus the serialized conversation its summarizer is sent, against
 compactd's answer, which carries that text (`conversationText`, `turnPrefixText`). "prepare, no
-text" compares the two preparations alone.
+text" compares the two preparations alone. The daemon's "context" and "prepare" asked again are
+answered from what it stored: their rows say so ("asked again (stored answer)") and count for no
+target. What an editor user waits for has rows of its own, every step computed (SEQUENCES): the
+first view (open → context → dry run with text) and after a message (append → tokenStats → dry
+run at the new leaf), through the daemon beside Pi doing the same in process.
 
 Files: the real Pi fixtures, and generated sessions of 20k and 100k entries (smoke: 2k), each once
 with compactions and once as one long uncompacted path. Each file is measured on a copy: Pi
@@ -23,6 +27,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -163,10 +168,72 @@ def _daemon_samples(path: Path, repeats: int) -> dict[str, list[float]]:
             two_asks = [{"sessionId": sid, "leafId": leaf}, {"sessionId": sid, **other}]
             out[PAIRED_STEP] = [seconds / len(two_asks) for seconds in _until(
                 lambda: [daemon.call("session/prepareCompaction", ask) for ask in two_asks], repeats)]
+            daemon.call("session/close", {"sessionId": sid})
+            # The two sequences an editor user waits for (see SEQUENCES), each step computed.
+            out.update(_sequences(daemon, path, Path(tmp), repeats))
+            sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
             bodies["context"] = [daemon.call_body("session/context", {"sessionId": sid})]
             bodies["prepare"] = [daemon.call_body("session/prepareCompaction", {"sessionId": sid})]
             bodies[PAIRED_STEP] = [daemon.call_body("session/prepareCompaction", ask) for ask in two_asks]
         out.update(_floor_samples(Path(tmp), bodies, repeats))
+    return out
+
+
+def _sequence(run: Callable[[], Any], tidy: Callable[[Any], object], repeats: int,
+              min_seconds: float = 0.3) -> list[float]:
+    """Seconds per `run`, by the rule of `measure_compactd.samples`; `tidy(result)` runs after
+    each, untimed (closing what the run opened)."""
+    tidy(run())
+    out: list[float] = []
+    while len(out) < repeats or (sum(out) < min_seconds and len(out) < 10 * repeats):
+        t0 = time.perf_counter()
+        value = run()
+        out.append(time.perf_counter() - t0)
+        tidy(value)
+    return out
+
+
+# What an editor user waits for, through the daemon, each step computed (no stored answer):
+#   first view       session/open of a file not open before, session/context, then the dry run
+#                    with its text (session/prepareCompaction) — measure.mjs's firstView;
+#   after a message  session/append of a user message, session/tokenStats, then the dry run with
+#                    its text at the new leaf — measure.mjs's afterMessage, on a copy (both write
+#                    the appended entries); "tokenStats after an append" is its middle step.
+SEQUENCES = ("first view", "after a message", "tokenStats after an append")
+
+
+def _sequences(daemon: Daemon, path: Path, tmp: Path, repeats: int) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {}
+
+    def first_view() -> str:
+        sid = daemon.call("session/open", {"path": str(path)}, timeout=600)["sessionId"]
+        daemon.call("session/context", {"sessionId": sid}, timeout=600)
+        daemon.call("session/prepareCompaction", {"sessionId": sid}, timeout=600)
+        return str(sid)
+
+    out["first view"] = _sequence(first_view, lambda sid: daemon.call("session/close", {"sessionId": sid}), repeats)
+    copy = tmp / "appended.jsonl"
+    shutil.copyfile(path, copy)
+    sid = daemon.call("session/open", {"path": str(copy)}, timeout=600)["sessionId"]
+    # The session's first view, untimed: the first tokenStats counts every message exactly.
+    daemon.call("session/tokenStats", {"sessionId": sid}, timeout=600)
+    daemon.call("session/prepareCompaction", {"sessionId": sid}, timeout=600)
+    stats: list[float] = []
+    turn = [0]
+
+    def after_message() -> None:
+        turn[0] += 1
+        message = {"role": "user", "content": [{"type": "text", "text": f"next step {turn[0]}"}],
+                   "timestamp": 1_760_000_000_000 + turn[0]}
+        daemon.call("session/append", {"sessionId": sid, "entries": [{"type": "message", "message": message}]})
+        t0 = time.perf_counter()
+        daemon.call("session/tokenStats", {"sessionId": sid}, timeout=600)
+        stats.append(time.perf_counter() - t0)
+        daemon.call("session/prepareCompaction", {"sessionId": sid}, timeout=600)
+
+    out["after a message"] = _sequence(after_message, lambda _: None, repeats)
+    out["tokenStats after an append"] = stats[1:]  # (the warm-up's left out)
+    daemon.call("session/close", {"sessionId": sid})
     return out
 
 
@@ -194,6 +261,10 @@ def _floor_samples(tmp: Path, bodies: dict[str, list[bytes]], repeats: int) -> d
             share = len(numbers) if step == PAIRED_STEP else 1
             out[f"floor {step}"] = [seconds / share for seconds in _until(ask, repeats)]
     return out
+
+
+# The daemon's steps whose answer, asked again, is the one it stored: their rows' names.
+REPEATED = {"context": "context, asked again (stored answer)", "prepare": "prepare, asked again (stored answer)"}
 
 
 def _tag(label: str, step: str, impl: str, **more: Any) -> dict[str, Any]:
@@ -272,9 +343,16 @@ def vs_pi(ctx: Context) -> Iterator[Case]:
                    extra=_tag(label, "prepare", "compactd", **note))
         yield Case(f"compactd prepare, no text {label}", lambda f=ours: f("prepareNoText"), unit="ms",
                    sampled=True, extra=_tag(label, "prepare, no text", "compactd", **note))
-        for step in ("open", "context", "prepare", "prepare at a new leaf"):
+        if with_pi:
+            for step, key in (("first view", "firstView"), ("after a message", "afterMessage"),
+                              ("tokenStats after an append", "tokenStatsAfterAppend")):
+                yield Case(f"pi {step} {label}", lambda f=pi, k=key: f(k), unit="ms", sampled=True,
+                           extra=_tag(label, step, "pi", **extra))
+        # The daemon's "context" and "prepare" asked again are answered from what it stored: rows of
+        # their own (REPEATED), never compared with a cold step.
+        for step in ("open", "context", "prepare", "prepare at a new leaf", *SEQUENCES):
             yield Case(f"daemon {step} {label}", lambda f=daemon, k=step: f(k), unit="ms", sampled=True,
-                       extra=_tag(label, step, "daemon", **note))
+                       extra=_tag(label, REPEATED.get(step, step), "daemon", **note))
         for step in ("open", "context", "prepare", "prepare at a new leaf"):
             yield Case(f"stdio floor {step} {label}", lambda f=daemon, k=step: f(f"floor {k}"), unit="ms",
-                       sampled=True, extra=_tag(label, step, "floor", **note))
+                       sampled=True, extra=_tag(label, REPEATED.get(step, step), "floor", **note))

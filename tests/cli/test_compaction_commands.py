@@ -224,3 +224,37 @@ def test_prepare_json_arrives_whole_through_a_pipe_while_the_command_is_stopped_
         hammer.join()
         proc.wait(60)
         assert json.loads(b"".join(chunks)) == expected
+
+
+def test_prepare_json_with_text_is_the_bytes_of_the_whole_report_encoded_at_once(tmp_path: Path) -> None:
+    """The command writes the history texts as their encoded parts (never joined): byte for byte
+    what encoding the report with the texts as strings gives, on a real session and on one whose
+    text holds emoji, other non-ASCII text, quotes, backslashes and control characters."""
+    import orjson
+
+    from compactd.compaction.figures import estimated_context_tokens
+    from compactd.compaction.reports import preparation_json, run_prepare
+
+    from ..conftest import REAL_PI_FILES
+
+    b = Builder()
+    odd = 'emoji 😀 é ü "quoted" back\\slash \t tab \x01 control <conversation> tag'
+    for turn in range(12):
+        b.user(f"request {turn}: {odd}")
+        b.assistant(None, calls=[tool_call(f"c{turn}", "read", {"path": f"src/{turn}-😀.py", "note": odd})],
+                    thinking=f"thinking {odd}", usage_=usage(1000 * (turn + 1)))
+        b.tool_result(f"c{turn}", "read", f"output {turn} {odd}" * 20)
+        b.assistant(f"answer {turn} {odd}", usage_=usage(1000 * (turn + 1) + 500))
+    odd_file = write_session(tmp_path / "odd.jsonl", b)
+    real = tmp_path / "large.jsonl"
+    real.write_bytes(REAL_PI_FILES["pi-mono-large-session"].read_bytes())
+    for path, extra in ((odd_file, ["--keep-recent-tokens", "500"]), (real, [])):
+        done = subprocess.run([sys.executable, "-m", "compactd", "prepare", str(path), "--json", "--show-text", *extra],
+                              capture_output=True, timeout=120, check=True)
+        session = Session.open(path)
+        prep = run_prepare(session, None, 500 if extra else None)
+        assert prep and session.leaf_id
+        context = estimated_context_tokens(session.by_id, session.leaf_id)
+        expected = orjson.dumps(preparation_json(prep, context_tokens=context), option=orjson.OPT_INDENT_2) + b"\n"
+        assert done.stdout == expected
+        assert json.loads(done.stdout)["conversationText"]

@@ -19,6 +19,7 @@ from compactd.compaction.cut_points import (
 )
 from compactd.compaction.prepare import messages_of, prepare_compaction
 from compactd.compaction.prompts import escape_wrapped
+from compactd.compaction.reports import prepare_report
 from compactd.compaction.serialize import (
     JSON_CHUNK_BYTES,
     EncodedJsonString,
@@ -204,3 +205,47 @@ def test_escaping_per_message_equals_escaping_the_joined_text() -> None:
     items = [(f"e{i}", m) for i, m in enumerate(messages)]
     assert serialize_sourced(items, None, escape_wrapped) == escape_wrapped(serialize_messages(messages))
     assert serialize_sourced(items, SerializedTextCache(), escape_wrapped) == escape_wrapped(serialize_messages(messages))
+
+
+def test_estimates_through_the_cache_equal_estimating_afresh_across_leaves_and_appends(tmp_path: Path) -> None:
+    """The daemon's per-entry estimates (`SerializedTextCache.estimate`) give the dry run's
+    `estimatedTokensSummarized` as computing each one again: at every leaf (a branch switch
+    reuses entries shared with the other branch), after appends (a new leaf reuses its parent's),
+    and when an entry's message is replaced (a rewrite by another writer: same id, new object)."""
+    path = tmp_path / "s.jsonl"
+    write_session(path, seed=11, turns=14, compactions=False)
+    session = Session.open(path)
+    cache = SerializedTextCache()
+    settings = {"keep_recent_tokens": 300}
+
+    def same_as_fresh(leaf: str | None = None) -> dict[str, Any] | None:
+        cached = prepare_report(session, leaf, text_cache=cache, **settings)
+        assert cached == prepare_report(session, leaf, **settings)
+        return cached
+
+    answered = [same_as_fresh(leaf) for leaf in _leaves(session, step=5)]
+    assert sum(a is not None for a in answered) > 5
+    for turn in range(3):
+        session.append_message({"role": "user", "content": [{"type": "text", "text": f"next step {turn}"}],
+                                "timestamp": 1_760_000_000_000 + turn})
+        assert same_as_fresh() is not None
+    # Another writer's rewrite: the first summarized entry's message is replaced by a longer one.
+    report = same_as_fresh()
+    assert report is not None
+    target = session.by_id[report["messagesToSummarize"][0]["entryId"]]
+    before = report["estimatedTokensSummarized"]
+    old = target["message"]
+    target["message"] = {**old, "content": [{"type": "text", "text": "x" * 4_000}]}
+    after = same_as_fresh()
+    assert after is not None and after["estimatedTokensSummarized"] != before
+
+
+def test_the_estimate_cache_keys_on_the_message_object() -> None:
+    cache = SerializedTextCache()
+    short = {"role": "user", "content": [{"type": "text", "text": "abcd"}], "timestamp": 1}
+    long = {"role": "user", "content": [{"type": "text", "text": "abcd" * 100}], "timestamp": 1}
+    assert cache.estimate("e1", short) == 1
+    assert cache.estimate("e1", long) == 100  # same entry id, another message: estimated again
+    assert cache.estimate("e1", long) == 100
+    cache.clear()
+    assert len(cache) == 0

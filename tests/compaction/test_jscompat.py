@@ -11,6 +11,7 @@ import subprocess
 from compactd.compaction.jscompat import (
     REPLACEMENT_CHAR,
     js_json_stringify,
+    js_json_stringify_length,
     js_number,
     js_object_keys,
     js_sort_key,
@@ -187,3 +188,21 @@ def test_json_strings_escape_every_code_unit_like_json_stringify() -> None:
     whole = "".join(chr(c) for c in non_surrogates)
     assert js_json_stringify(whole) == '"' + "".join(expected(c) for c in non_surrogates) + '"'
     assert js_json_stringify("é\ud800\"\n😀") == '"é\\ud800\\"\\n😀"'  # the slow path keeps pairs
+
+
+_flat_arguments = st.dictionaries(
+    st.text(max_size=6), st.none() | st.booleans() | st.integers(-(2**60), 2**60) | st.text(max_size=20), max_size=5)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_flat_arguments | _json_values)
+def test_json_stringify_length_is_the_code_units_of_json_stringify(value: object) -> None:
+    """The chars/4 estimate counts a tool call's arguments from their encoded bytes when it can
+    (ASCII JSON of a flat object): the same length as the string's, in UTF-16 code units."""
+    assert js_json_stringify_length(value) == utf16_len(js_json_stringify(value))
+
+
+def test_json_stringify_length_of_flat_objects_with_wide_text() -> None:
+    for value in ({"path": "a/b.py", "n": 3}, {"text": "é😀"}, {"text": "a\ud800b"}, {"0": 1, "k": "v"}, {"k": 2**60}):
+        assert js_json_stringify_length(value) == utf16_len(js_json_stringify(value))
+    assert js_json_stringify_length({"text": "😀"}) == len('{"text":"😀"}') + 1  # the emoji: two code units

@@ -16,14 +16,26 @@
 //             that is a compaction has nothing to summarize, its parent everything), the leaf alone
 //             would not be like for like, and alternating samples would put the median between
 //             the two kinds.
+//   firstView  what an editor user waits for on opening a session: open, then context, then the
+//             dry run with its text (prepareText), on the freshly opened session, in sequence.
+//   afterMessage  what they wait for after each message, on a copy of the file (Pi writes each
+//             appended entry): appendMessage of a user message, then the context's token figures
+//             (buildSessionContext + estimateContextTokens, what Pi's footer shows), then the dry
+//             run with its text at the new leaf. Pi recomputes each from its entries.
+//   tokenStatsAfterAppend  the middle step of afterMessage alone.
 // The file must be a copy: opening a v1/v2 file makes Pi rewrite it as v3.
 
 import { performance } from "node:perf_hooks";
 import { resourceUsage } from "node:process";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 
 const base = "./node_modules/@mariozechner/pi-coding-agent/dist/core";
 const { SessionManager } = await import(`${base}/session-manager.js`);
-const { prepareCompaction, DEFAULT_COMPACTION_SETTINGS } = await import(`${base}/compaction/compaction.js`);
+const { prepareCompaction, estimateContextTokens, DEFAULT_COMPACTION_SETTINGS } = await import(
+  `${base}/compaction/compaction.js`
+);
 const { serializeConversation } = await import(`${base}/compaction/utils.js`);
 const { convertToLlm } = await import(`${base}/messages.js`);
 
@@ -70,6 +82,28 @@ const asks = [[leafId, settings], parentId ? [parentId, settings] : [leafId, { .
 const prepareTextNewLeaves = () =>
   asks.map(([from, withSettings]) => textOf(prepareCompaction(from ? session.getBranch(from) : [], withSettings)));
 
+const firstView = () => {
+  const opened = SessionManager.open(file);
+  opened.buildSessionContext();
+  return textOf(prepareCompaction(opened.getBranch(), settings));
+};
+
+// After each message: on a copy, since Pi appends every entry to its file.
+const scratch = mkdtempSync(join(tmpdir(), "pi-bench-"));
+const copy = join(scratch, "session.jsonl");
+copyFileSync(file, copy);
+const appended = SessionManager.open(copy);
+let turn = 0;
+const statsTimes = [];
+const afterMessage = () => {
+  turn += 1;
+  appended.appendMessage({ role: "user", content: [{ type: "text", text: `next step ${turn}` }], timestamp: 1760000000000 + turn });
+  const t0 = performance.now();
+  estimateContextTokens(appended.buildSessionContext().messages);
+  statsTimes.push(performance.now() - t0);
+  return textOf(prepareCompaction(appended.getBranch(), settings));
+};
+
 const prep = prepare();
 const result = {
   pi: "@mariozechner/pi-coding-agent",
@@ -92,5 +126,9 @@ const result = {
   prepare: samples(prepare),
   prepareText: samples(prepareText),
   prepareTextNewLeaf: samples(prepareTextNewLeaves).map((ms) => ms / asks.length),
+  firstView: samples(firstView),
+  afterMessage: samples(afterMessage),
 };
+result.tokenStatsAfterAppend = statsTimes.slice(1); // (the warm-up's left out, as in samples)
+rmSync(scratch, { recursive: true, force: true });
 process.stdout.write(JSON.stringify(result) + "\n");

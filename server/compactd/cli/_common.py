@@ -79,6 +79,42 @@ def print_json(value: Any) -> None:
     write_all(fd, encoded)  # whole, even into a pipe while the command is stopped (Ctrl-Z)
 
 
+def print_json_with_parts(value: dict[str, Any]) -> None:
+    """`print_json(value)` for a report whose `EncodedJsonString` members (a dry run's history
+    texts, tens of megabytes on a long path) are written as the parts they already are: the rest
+    is encoded with a unique placeholder string in their place, and each placeholder's bytes are
+    replaced by the member's parts on the way out. The text is never joined into one string nor
+    encoded again (on 100k entries that string alone is ~190 MB, four bytes a character once one
+    emoji is in it). The same bytes as `print_json` of the decoded texts."""
+    from uuid import uuid4
+
+    from compactd.compaction.serialize import EncodedJsonString
+
+    placeholders: dict[bytes, list[bytes]] = {}
+    plain: dict[str, Any] = {}
+    for key, member in value.items():
+        if isinstance(member, EncodedJsonString):
+            marker = f"compactd-text-{uuid4().hex}"
+            placeholders[b'"' + marker.encode() + b'"'] = member.parts
+            plain[key] = marker
+        else:
+            plain[key] = member
+    try:
+        encoded = orjson.dumps(plain, option=orjson.OPT_INDENT_2) + b"\n"
+        fd = sys.stdout.fileno()
+    except (orjson.JSONEncodeError, AttributeError, OSError, ValueError):
+        print_json({k: v.value() if isinstance(v, EncodedJsonString) else v for k, v in value.items()})
+        return
+    pieces = [encoded]
+    for marker, parts in placeholders.items():
+        last = pieces.pop()
+        before, found, after = last.partition(marker)
+        pieces += [before, *parts, after] if found else [last]
+    sys.stdout.flush()  # whatever was printed as text goes first
+    for piece in pieces:
+        write_all(fd, piece)
+
+
 def run_guarded(func: Any, args: argparse.Namespace) -> int:
     try:
         return int(func(args) or 0)

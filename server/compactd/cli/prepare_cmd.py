@@ -18,6 +18,7 @@ from ._common import (
     add_json_argument,
     open_session,
     print_json,
+    print_json_with_parts,
     require_entry,
     run_guarded,
 )
@@ -39,10 +40,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _report(session: Session, leaf: str | None, prep: CompactionPreparation, show_text: bool) -> dict[str, Any]:
+def _report(session: Session, leaf: str | None, prep: CompactionPreparation, *, show_text: bool,
+            text_as_json: bool = False) -> dict[str, Any]:
     leaf_id = leaf if leaf is not None else session.leaf_id
     assert leaf_id is not None  # something was prepared, so there is a leaf
-    return preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_id), include_text=show_text)
+    return preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_id),
+                            include_text=show_text, text_as_json=text_as_json)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -56,12 +59,15 @@ def _run(args: argparse.Namespace) -> int:
     if args.json:
         # The text is opt-in as in the human-readable form: on a long uncompacted path it is tens
         # of megabytes, and serializing it is most of the command's time.
-        print_json(_report(session, args.leaf, prep, args.show_text) if prep else None)
+        if prep and args.show_text:  # the texts as encoded parts, never joined (print_json_with_parts)
+            print_json_with_parts(_report(session, args.leaf, prep, show_text=True, text_as_json=True))
+        else:
+            print_json(_report(session, args.leaf, prep, show_text=False) if prep else None)
         return 0
     if not prep:
         print(f"nothing to compact: {prep.message}")
         return 0
-    report = _report(session, args.leaf, prep, args.show_text)
+    report = _report(session, args.leaf, prep, show_text=args.show_text)
     depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
     print(f"semantics          {'oh-my-pi 18' if prep.compat == 'omp' else 'Pi'} (compat)")
     print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")

@@ -9,6 +9,7 @@ from typing import Any
 
 from compactd.session.context import context_from_path
 
+from .serialize import SerializedTextCache
 from .tokens import estimate_tokens
 
 Entry = dict[str, Any]
@@ -42,12 +43,17 @@ def compaction_figures(by_id: Mapping[str, Entry], entry: Entry) -> dict[str, An
     return figures
 
 
-def estimated_context_tokens(by_id: Mapping[str, Entry], leaf_id: str) -> int:
+def estimated_context_tokens(by_id: Mapping[str, Entry], leaf_id: str,
+                             cache: SerializedTextCache | None = None) -> int:
     """The chars/4 estimate of the context the model gets at `leaf_id`: every message of it, the
     system message, the latest compaction's summary and branch summaries included, context edits
     applied. The one figure both sides compare: a compaction node's `contextBefore` (at its parent)
-    and the dry run's `estimatedTokensBefore` (at the leaf it would compact) are this."""
-    return context_estimate(context_from_path(context_tail(by_id, leaf_id), leaf_id).messages)
+    and the dry run's `estimatedTokensBefore` (at the leaf it would compact) are this. With the
+    session's `cache`, a message estimated for an earlier leaf is not estimated again."""
+    context = context_from_path(context_tail(by_id, leaf_id), leaf_id)
+    if cache is None:
+        return context_estimate(context.messages)
+    return sum(cache.estimate(eid, m) for eid, m in zip(context.entry_ids, context.messages, strict=True))
 
 
 def context_estimate(messages: Iterable[dict[str, Any]]) -> int:

@@ -215,6 +215,12 @@ def _flat_object_json(obj: dict[Any, Any]) -> str | None:
     safe integers, booleans or null (most tool-call arguments), in one orjson call: for these
     orjson writes exactly what JSON.stringify does (insertion order, the same escaping). None for
     anything else (floats, nested containers, big integers, lone surrogates)."""
+    encoded = _flat_object_utf8(obj)
+    return None if encoded is None else encoded.decode()
+
+
+def _flat_object_utf8(obj: dict[Any, Any]) -> bytes | None:
+    """`_flat_object_json` as UTF-8 bytes."""
     for key, item in obj.items():
         if type(key) is not str or key[:1] in DIGITS:
             return None
@@ -223,9 +229,21 @@ def _flat_object_json(obj: dict[Any, Any]) -> str | None:
             continue
         return None
     try:
-        return orjson.dumps(obj).decode()
+        return orjson.dumps(obj)
     except orjson.JSONEncodeError:  # a lone surrogate
         return None
+
+
+def js_json_stringify_length(value: Any) -> int:
+    """`JSON.stringify(value).length` in UTF-16 code units. A flat arguments object whose JSON is
+    ASCII (most tool calls) is counted in its encoded bytes, without decoding them into a string:
+    the chars/4 estimate of every summarized message asks this once per tool call."""
+    if type(value) is dict:
+        encoded = _flat_object_utf8(value)
+        if encoded is not None:
+            return len(encoded) if encoded.isascii() else utf16_len(encoded.decode())
+    text = js_json_stringify(value)
+    return len(text) if text.isascii() else utf16_len(text)
 
 
 def js_json_stringify(value: Any) -> str:

@@ -117,9 +117,10 @@ def preparation_json(prep: CompactionPreparation, *, context_tokens: int, includ
         conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
     else:
         conversation = turn_prefix = None
-    summarized = _estimate_pairs(prep.summarized) + _estimate_pairs(prep.turn_prefix)
+    cache = prep.text_cache
+    summarized = _estimate_pairs(prep.summarized, cache) + _estimate_pairs(prep.turn_prefix, cache)
     # oh-my-pi's estimatedTokensAfter is its own (byte-based) estimate; the comparison needs chars/4.
-    kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept)
+    kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept, cache)
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
@@ -142,8 +143,11 @@ def preparation_json(prep: CompactionPreparation, *, context_tokens: int, includ
     }
 
 
-def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]]) -> int:
-    return sum(estimate_tokens(message) for _, message in items)
+def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]], cache: SerializedTextCache | None = None) -> int:
+    """The chars/4 estimates of `items` added up; through the caller's per-entry cache when given."""
+    if cache is None:
+        return sum(estimate_tokens(message) for _, message in items)
+    return sum(cache.estimate(entry_id, message) for entry_id, message in items)
 
 
 def prepare_report(
@@ -179,7 +183,7 @@ def prepare_report(
             prep = prepare_omp(path_to(session.by_id, leaf_key) if leaf_key is not None else [], settings)
         else:
             prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-        report = (preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_key),
+        report = (preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_key, text_cache),
                                    include_text=include_text, text_as_json=text_as_json)
                   if isinstance(prep, CompactionPreparation) and leaf_key is not None else None)
         # Freed before the collector is back: it runs as soon as it is (the allocations made

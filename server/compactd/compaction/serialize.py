@@ -17,6 +17,7 @@ from orjson import dumps as _dumps
 
 from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
 
+from .tokens import estimate_tokens
 from .jscompat import DIGITS, js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
 
 __all__ = [
@@ -248,12 +249,27 @@ class SerializedTextCache:
     new; and, once asked for, the same as JSON (`json_string_body`), so the dry-run answer's text
     is not encoded again either.
 
+    It keeps each message's chars/4 estimate too (`estimate`): the dry run's
+    `estimatedTokensSummarized` adds one per summarized message, so a new leaf's dry run reuses
+    its parent's.
+
     A hit requires the very message object that was serialized: messages of stored entries are
     never changed in place (pruning replaces the message), so a replaced message is a miss."""
 
     def __init__(self) -> None:
         self._texts: dict[tuple[str, Callable[[str], str] | None], tuple[Mapping[str, Any], str]] = {}
         self._json: dict[tuple[str, Callable[[str], str] | None], tuple[Mapping[str, Any], bytes]] = {}
+        self._estimates: dict[str, tuple[Mapping[str, Any], int]] = {}
+
+    def estimate(self, entry_id: str, message: Mapping[str, Any]) -> int:
+        """`estimate_tokens(message)`, kept per entry while its message is the same object (a
+        message projected afresh on each request, as a custom message is, is never a hit)."""
+        hit = self._estimates.get(entry_id)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        value = estimate_tokens(message)  # type: ignore[arg-type]
+        self._estimates[entry_id] = (message, value)
+        return value
 
     def text(self, entry_id: str, message: Mapping[str, Any], escape: Callable[[str], str] | None = None) -> str:
         key = (entry_id, escape)
@@ -280,9 +296,10 @@ class SerializedTextCache:
     def clear(self) -> None:
         self._texts.clear()
         self._json.clear()
+        self._estimates.clear()
 
     def __len__(self) -> int:
-        return len(self._texts) + len(self._json)
+        return len(self._texts) + len(self._json) + len(self._estimates)
 
 
 def _escaped_text(message: Mapping[str, Any], escape: Callable[[str], str] | None) -> str:
@@ -323,18 +340,22 @@ def serialize_sourced_json(
     run: list[bytes] = [b'"']
     size = 0
     first = True
+    parts: list[str] = []
     for entry_id, message in items:
         if cache is not None:
-            body = cache.json_text(entry_id, message, escape)
-        else:
-            body = json_string_body(_escaped_text(message, escape))
-        if not body:
-            continue
-        if not first:
-            run.append(_JSON_BLANK_LINE)
-        first = False
-        run.append(body)
-        size += len(body)
+            bodies = [cache.json_text(entry_id, message, escape)]
+        else:  # each part on its own (escaping and JSON are per character): no text per message
+            parts.clear()
+            append_message_parts(message, parts)
+            bodies = [json_string_body(escape(part) if escape is not None else part) for part in parts]
+        for body in bodies:
+            if not body:
+                continue
+            if not first:
+                run.append(_JSON_BLANK_LINE)
+            first = False
+            run.append(body)
+            size += len(body)
         if size >= JSON_CHUNK_BYTES:
             chunks.append(b"".join(run))
             run, size = [], 0

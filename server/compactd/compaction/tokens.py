@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .jscompat import js_json_stringify, utf16_len
+from .jscompat import js_json_stringify, js_json_stringify_length, utf16_len
 from .settings import CompactionSettings
 
 __all__ = [
@@ -87,9 +87,8 @@ def _assistant_chars(content: Any) -> int:
             text = block.get("thinking")
         elif kind == "toolCall":
             # Missing arguments stringify as "undefined" (what String(JSON.stringify(undefined)) is).
-            arguments = js_json_stringify(block["arguments"]) if "arguments" in block else "undefined"
+            chars += js_json_stringify_length(block["arguments"]) if "arguments" in block else len("undefined")
             text = block.get("name")
-            chars += len(arguments) if arguments.isascii() else utf16_len(arguments)
         else:
             continue
         if isinstance(text, str):
