@@ -31,6 +31,9 @@ def _write(path: Path, size: int) -> Path:
 
 @pytest.fixture
 def clean_gc() -> Iterator[None]:
+    # Start from a collector nobody has frozen: an earlier test in the same process may have run
+    # the daemon in process, which freezes long sessions, and promotion rightly skips then.
+    gc.unfreeze()
     gc.collect()
     yield
     gc.unfreeze()
