@@ -45,6 +45,14 @@ class Converted:
             prev = e["id"]
         return [json.dumps(self.header, ensure_ascii=False)] + [json.dumps(e, ensure_ascii=False) for e in entries]
 
+    def write(self, out: Path, summary: Path | None, keep_after: int | None) -> None:
+        """The session to `out`, the model-written summary (if any) to `summary`, and a line on stderr."""
+        out.write_text("\n".join(self.lines(keep_after)) + "\n", encoding="utf-8")
+        if summary and self.summary is not None:
+            summary.write_text(self.summary, encoding="utf-8")
+        print(f"{len(self.before)} entries before the compaction, {len(self.after)} after; "
+              f"summary {'found' if self.summary else 'none'}", file=sys.stderr)
+
 
 def _pi_tool(name: str, args: dict[str, Any]) -> tuple[str, dict[str, Any]]:
     """Claude Code's built-in file and shell tools as Pi's (same job, Pi's names and argument keys),
@@ -254,11 +262,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     records = [json.loads(line) for line in args.source.read_text(encoding="utf-8").splitlines() if line.strip()]
     converted = convert(records)
-    args.out.write_text("\n".join(converted.lines(args.after)) + "\n", encoding="utf-8")
-    if args.summary and converted.summary is not None:
-        args.summary.write_text(converted.summary, encoding="utf-8")
-    print(f"{len(converted.before)} entries before the compaction, {len(converted.after)} after; "
-          f"summary {'found' if converted.summary else 'none'}", file=sys.stderr)
+    converted.write(args.out, args.summary, args.after)
     return 0
 
 

@@ -195,11 +195,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--after", type=int, help="keep only this many entries after the compaction")
     args = p.parse_args(argv)
     converted = convert(args.source.read_text(encoding="utf-8"), args.compaction)
-    args.out.write_text("\n".join(converted.lines(args.after)) + "\n", encoding="utf-8")
-    if args.summary and converted.summary is not None:
-        args.summary.write_text(converted.summary, encoding="utf-8")
-    print(f"{len(converted.before)} entries before the compaction, {len(converted.after)} after; "
-          f"summary {'found' if converted.summary else 'none'}", file=sys.stderr)
+    converted.write(args.out, args.summary, args.after)
     return 0
 
 
