@@ -249,6 +249,7 @@ class PiHome:
         # install's node_modules.
         runnable = self.install.root / script
         shutil.copy2(PACKAGE_DIR / script, runnable)
+        shutil.copy2(PACKAGE_DIR / "session_entries.mjs", self.install.root / "session_entries.mjs")  # shared by scripts
         done = subprocess.run(
             [self.install.node_for(self.package), str(runnable), self.package, *args],
             cwd=self.cwd,

@@ -10,6 +10,8 @@
 // text is the `xml` dialect oh-my-pi picks for a model it does not know.
 import { readFileSync } from "node:fs";
 
+import { loadSession } from "./session_entries.mjs";
+
 const [pkg, requestPath] = process.argv.slice(2);
 const request = JSON.parse(readFileSync(requestPath, "utf8"));
 const pi = await import(pkg);
@@ -29,20 +31,7 @@ function lists(fileOps) {
 
 const out = { dialect };
 for (const file of request.files) {
-  const fileEntries = pi.parseSessionEntries(readFileSync(file, "utf8"));
-  pi.migrateSessionEntries(fileEntries);
-  const entries = fileEntries.filter((e) => e.type !== "session" && e.type !== "title");
-  const byId = new Map(entries.map((e) => [e.id, e]));
-  const branchOf = (leaf) => {
-    const path = [];
-    for (let id = leaf; id; id = byId.get(id)?.parentId) {
-      const entry = byId.get(id);
-      if (!entry) break;
-      path.unshift(entry);
-    }
-    return path;
-  };
-  const session = { getBranch: branchOf, getEntry: (id) => byId.get(id) };
+  const { entries, branchOf, session } = loadSession(pi, file, ["session", "title"]);
 
   const prepare = {};
   for (const leaf of entries) {

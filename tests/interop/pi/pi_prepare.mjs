@@ -6,6 +6,8 @@
 //
 // prepareCompaction is not exported from Pi's package index: it is loaded from the installed file.
 import { readFileSync } from "node:fs";
+
+import { loadSession } from "./session_entries.mjs";
 import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 
@@ -20,20 +22,7 @@ const utils = await import(pathToFileURL(join(dir, "utils.js")).href);
 
 const out = {};
 for (const file of request.files) {
-  const fileEntries = pi.parseSessionEntries(readFileSync(file, "utf8"));
-  pi.migrateSessionEntries(fileEntries);
-  const entries = fileEntries.filter((e) => e.type !== "session");
-  const byId = new Map(entries.map((e) => [e.id, e]));
-  const branchOf = (leaf) => {
-    const path = [];
-    for (let id = leaf; id; id = byId.get(id)?.parentId) {
-      const entry = byId.get(id);
-      if (!entry) break;
-      path.unshift(entry);
-    }
-    return path;
-  };
-  const session = { getBranch: branchOf, getEntry: (id) => byId.get(id) };
+  const { entries, branchOf, session } = loadSession(pi, file, ["session"]);
   const prepare = {};
   for (const leaf of entries) {
     const perKeep = {};
