@@ -180,6 +180,20 @@ class Daemon:
         self.close()
 
 
+def entry_requests_while(daemon: Daemon, method: str, params: dict[str, Any], session_id: str, entry_id: str,
+                         timeout: float = 600) -> list[tuple[float, float]]:
+    """Ask `method` and, until it is answered, one small `session/entry` request after another: the
+    (start, end) of each of those, i.e. how long other requests wait behind that work."""
+    windows: list[tuple[float, float]] = []
+    call = daemon.start(method, params)
+    while not daemon.answered(call):
+        started = time.perf_counter()
+        daemon.call("session/entry", {"sessionId": session_id, "entryId": entry_id})
+        windows.append((started, time.perf_counter()))
+    daemon.wait(call, timeout=timeout)
+    return windows
+
+
 @contextlib.contextmanager
 def daemon_on_copy(source: Path, timeout: float = 600) -> Iterator[tuple[Daemon, str]]:
     """A daemon (automatic compaction off, agent dir in a temp folder) with a private copy of

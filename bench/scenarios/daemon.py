@@ -21,7 +21,7 @@ from compactd.samples import write_session
 
 from bench import Case, Context, scenario
 from bench.host_stalls import HostStalls
-from bench.lsp import Daemon, daemon_on_copy
+from bench.lsp import Daemon, daemon_on_copy, entry_requests_while
 from tests.support.fake_openai import FakeOpenAI, Reply
 
 KEY_ENV = "X_KEY"
@@ -216,15 +216,10 @@ def daemon_first_count(ctx: Context) -> Iterator[Case]:
         with daemon_on_copy(source) as (daemon, session_id):
             entry_id = daemon.call("session/context", {"sessionId": session_id})["leafId"]
             _round_trips(daemon, session_id, entry_id, 20, 0)  # warm up
-            windows: list[tuple[float, float]] = []
             with host:
                 t0 = time.perf_counter()
-                stats = daemon.start("session/tokenStats", {"sessionId": session_id})
-                while not daemon.answered(stats):
-                    started = time.perf_counter()
-                    daemon.call("session/entry", {"sessionId": session_id, "entryId": entry_id})
-                    windows.append((started, time.perf_counter()))
-                daemon.wait(stats, timeout=600)
+                windows = entry_requests_while(daemon, "session/tokenStats", {"sessionId": session_id},
+                                               session_id, entry_id)
                 measured["first"] = [time.perf_counter() - t0]
             measured["others"] = [end - start for start, end in windows] or [0.0]
             # Requests the host stalled (a CPU taken away while they ran) are kept in the samples;

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from bench import Case, Context, scenario
 from bench.host_stalls import HostStalls
-from bench.lsp import daemon_on_copy
+from bench.lsp import daemon_on_copy, entry_requests_while
 
 LIMIT = 200  # rows per list: more than a panel shows at once
 
@@ -48,14 +48,8 @@ def daemon_tree(ctx: Context) -> Iterator[Case]:
                 measured["full"] = [timed({})[0]]
                 # Once more, with other requests asked while it is built.
                 leaf = daemon.call("session/context", {"sessionId": sid})["leafId"]
-                windows: list[tuple[float, float]] = []
                 with host:
-                    whole = daemon.start("session/tree", {"sessionId": sid})
-                    while not daemon.answered(whole):
-                        started = time.perf_counter()
-                        daemon.call("session/entry", {"sessionId": sid, "entryId": leaf})
-                        windows.append((started, time.perf_counter()))
-                    daemon.wait(whole, timeout=600)
+                    windows = entry_requests_while(daemon, "session/tree", {"sessionId": sid}, sid, leaf)
                 measured["during"] = [end - start for start, end in windows] or [0.0]
                 measured["clear"] = [end - start for start, end in windows if not host.stalled_ms(start, end)] or [0.0]
 
