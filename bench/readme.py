@@ -100,8 +100,10 @@ def verdicts(rows: list[dict[str, Any]]) -> str:
     lines += [f"| {target} | {result} | {verdict} |" for target, result, verdict in goals(rows)]
     waits = [(what, _max_wait(_row(rows, scenario, case))) for what, scenario, case in (
         ("the first exact count of 100k entries", "daemon_first_count", "session/entry while"),
-        ("the whole tree of 100k entries (one long path)", "daemon_tree", "session/entry while every node is built, 100k entries, one long path"),
-        ("the whole tree of 100k entries (branches)", "daemon_tree", "session/entry while every node is built, 100k entries, compacted"),
+        ("the whole tree of 100k entries, streamed (one long path)", "daemon_tree",
+         "session/entry while every node is streamed (partialResultToken), 100k entries, one long path"),
+        ("the whole tree of 100k entries, streamed (branches)", "daemon_tree",
+         "session/entry while every node is streamed (partialResultToken), 100k entries, compacted"),
         ("another session's compaction", "daemon_roundtrip", "session/entry while another session compacts"),
     )]
     measured = [(what, wait) for what, wait in waits if wait is not None]

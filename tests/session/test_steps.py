@@ -42,3 +42,31 @@ def test_long_walks_pass_through_the_interpreter_every_chunk(monkeypatch: pytest
     assert len(context_at(by_id, leaf).messages) == n and len(calls) >= n // CHUNK - 1
     calls.clear()
     assert len(context_from_path(path, leaf).messages) == n and len(calls) >= n // CHUNK - 1
+
+
+@pytest.mark.parametrize("count", [0, 1, 255, 256, 257, 3 * 256 + 5])
+def test_a_budget_of_smaller_chunks_has_exactly_the_steps_asked_for(count: int) -> None:
+    assert list(step_budget(count, 256)) == [None] * count
+
+
+def test_the_tree_report_passes_through_the_interpreter_every_tree_chunk(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Its nodes are heavy (~10 us): every TREE_STEP_CHUNK of them, not every CHUNK (issue 29); the
+    scan for context edits and the leaf's path set take budgets too."""
+    from compactd.session import Session
+    from compactd.session.views import TREE_STEP_CHUNK, tree_report
+
+    calls: list[int] = []
+    real = handover.next_chunk
+
+    def counted(size: int) -> Any:
+        calls.append(size)
+        return real(size)
+
+    monkeypatch.setattr(handover, "next_chunk", counted)
+    n = 3 * CHUNK
+    session = Session({"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00Z", "cwd": "/"},
+                      list(_chain(n).values()))
+    report = tree_report(session)
+    assert [node["id"] for node in report["nodes"]] == [f"e{i}" for i in range(n)]
+    assert calls.count(TREE_STEP_CHUNK) == n // TREE_STEP_CHUNK  # the nodes
+    assert calls.count(CHUNK) >= 2 * (n // CHUNK)  # the leaf's path set and the context-edit scan

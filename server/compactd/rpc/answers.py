@@ -23,7 +23,7 @@ import orjson
 from compactd.compaction.serialize import EncodedJsonString
 from compactd.session.gc_pause import gc_paused
 
-__all__ = ["EncodedAnswer", "encode_answer", "encoded_quietly"]
+__all__ = ["EncodedAnswer", "encode_answer", "encoded_quietly", "json_bytes"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +73,9 @@ def _json(value: Any) -> bytes:
         return orjson.dumps(value)
     except TypeError:
         return json.dumps(value).encode("ascii")
+
+
+json_bytes = _json  # (for the other encoders of this package)
 
 
 def encoded_quietly(build: Callable[[], Any]) -> EncodedAnswer:

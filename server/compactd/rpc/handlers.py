@@ -29,6 +29,7 @@ from compactd.engine.settings import SettingsError, context_window_for_model, lo
 from compactd.session import Session
 from compactd.session.context import build_session_context
 from compactd.session.file_summary import FileSummary, summarize_file
+from compactd.session.gc_pause import gc_paused
 from compactd.session.tree import list_session_files, session_dir_for_cwd
 from compactd.session.views import context_report, info_report, tree_report
 
@@ -38,6 +39,7 @@ from .errors import Code, RpcError, invalid_params, to_rpc_error
 from .heap import build_quietly, load_frozen, thaw_when_idle
 from .progress import ProgressReporter
 from .server import METHODS, CompactdServer
+from .tree_stream import StreamedTree, encode_streamed, send_frames
 from .watch import resync
 
 log = logging.getLogger("compactd.rpc")
@@ -308,6 +310,16 @@ async def session_tree(ls: CompactdServer, params: s.TreeParams) -> dict[str, An
     compat = ls.settings_for(session).compat_for(session)  # D-29: which semantics this file gets
     if params.limit is None:  # every node (the original answer)
         snap = ls.snapshot(session)
+        token = params.partial_result_token
+        if token is not None:  # streamed in chunks, other answers written between them
+
+            def build_streamed() -> StreamedTree:
+                with gc_paused():  # (as `encoded_quietly`: the nodes die inside the pause)
+                    return encode_streamed({**reports.summary_figures(snap, tree_report(snap)), "compat": compat}, token)
+
+            streamed = await ls.off_loop(build_streamed)
+            await send_frames(ls.protocol.writer, streamed.frames)
+            return streamed.answer  # type: ignore[return-value]
         # Encoded in the worker too: 100k nodes encoded on the loop held every other request
         # ~0.6 s (the daemon_tree benchmark's requests while every node is built).
         return await ls.off_loop_encoded(  # type: ignore[return-value]

@@ -113,6 +113,8 @@ class TreeParams(SessionParams):
     branch: NonEmpty | None = None
     after: NonEmpty | None = None
     before: NonEmpty | None = None
+    # Without `limit`: the nodes streamed as `$/progress` chunks under this token (tree_stream.py).
+    partial_result_token: ProgressToken | None = None
 
     @pydantic.model_validator(mode="after")
     def _one_cursor(self) -> "TreeParams":

@@ -20,9 +20,10 @@ from . import handover
 CHUNK = 2048
 
 
-def step_budget(count: int) -> Iterator[None]:
-    """`count` steps (each None) for `for _ in step_budget(n)`, in chunks (see the module)."""
-    if count <= CHUNK:  # a short walk needs no chunks (most requests)
+def step_budget(count: int, chunk: int = CHUNK) -> Iterator[None]:
+    """`count` steps (each None) for `for _ in step_budget(n)`, in chunks (see the module); a
+    smaller `chunk` for loops whose steps are heavy."""
+    if count <= chunk:  # a short walk needs no chunks (most requests)
         return repeat(None, count)
-    full, rest = divmod(count, CHUNK)
-    return chain(chain.from_iterable(map(handover.next_chunk, repeat(CHUNK, full))), repeat(None, rest))
+    full, rest = divmod(count, chunk)
+    return chain(chain.from_iterable(map(handover.next_chunk, repeat(chunk, full))), repeat(None, rest))
