@@ -307,3 +307,38 @@ def test_a_pipe_on_stdin_is_read_on_the_event_loop(monkeypatch: pytest.MonkeyPat
     finally:
         os.close(read_fd)
     assert bodies == [b'{"a": 12}', b'{"a": 12}']
+
+
+def test_notifications_are_framed_json_on_both_ways() -> None:
+    """Plain-dict params go out through orjson (UTF-8 as it is, no `\\u` escapes: pygls' json.dumps
+    writes those); what orjson refuses (a lone surrogate) and typed LSP params take pygls' way;
+    every frame is whole and its JSON the notification sent."""
+    from lsprotocol import types
+    from compactd.rpc.server import CompactdServer
+
+    class Writer:
+        def __init__(self) -> None:
+            self.frames: list[bytes] = []
+
+        def write(self, data: bytes) -> None:
+            self.frames.append(data)
+
+    def bodies(writer: Writer) -> list[tuple[bytes, object]]:
+        out = []
+        for data in writer.frames:
+            header, _, body = data.partition(b"\r\n\r\n")
+            assert header.split(b"\r\n")[0] == b"Content-Length: %d" % len(body)
+            out.append((body, json.loads(body)))
+        return out
+
+    writer = Writer()
+    protocol = CompactdServer().protocol
+    protocol.set_writer(writer)
+    params = {"sessionId": "s", "kind": "appended", "entryIds": ["e1"], "nodes": [{"preview": "été"}]}
+    protocol.notify("session/didChange", params)
+    protocol.notify("session/didChange", {"sessionId": "s", "preview": "\ud800"})
+    protocol.notify("window/logMessage", types.LogMessageParams(type=types.MessageType.Info, message="hi"))
+    (fast, first), (_, second), (_, third) = bodies(writer)
+    assert first == {"jsonrpc": "2.0", "method": "session/didChange", "params": params} and "été".encode() in fast
+    assert second == {"jsonrpc": "2.0", "method": "session/didChange", "params": {"sessionId": "s", "preview": "\ud800"}}
+    assert third == {"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 3, "message": "hi"}}

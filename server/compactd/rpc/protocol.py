@@ -160,6 +160,21 @@ class CompactdProtocol(LanguageServerProtocol):
                 return
         super()._send_response(msg_id, result=result, error=error)
 
+    def notify(self, method: str, params: Any | None = None) -> None:
+        """Our notifications (`session/didChange` after every append, progress) are plain JSON:
+        encoded by orjson in one call, as answers are (`_send_response`), instead of pygls'
+        message object, cattrs and `json.dumps` (a didChange: 3 against 47 us). Typed LSP
+        params and anything orjson refuses take pygls' way."""
+        if self.writer is not None and (params is None or type(params) is dict):
+            try:
+                body = orjson.dumps({"jsonrpc": "2.0", "method": method, "params": params})
+            except TypeError:
+                pass
+            else:
+                self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+                return
+        super().notify(method, params)
+
     def _unencodable(self, result: Any) -> str | None:
         """Why pygls' encoder would fail on `result`, or None when it would not."""
         try:
