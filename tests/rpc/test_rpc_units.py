@@ -342,3 +342,19 @@ def test_notifications_are_framed_json_on_both_ways() -> None:
     assert first == {"jsonrpc": "2.0", "method": "session/didChange", "params": params} and "été".encode() in fast
     assert second == {"jsonrpc": "2.0", "method": "session/didChange", "params": {"sessionId": "s", "preview": "\ud800"}}
     assert third == {"jsonrpc": "2.0", "method": "window/logMessage", "params": {"type": 3, "message": "hi"}}
+
+
+def test_a_session_the_daemon_opens_has_its_labels_resolved_in_the_worker(tmp_path: Path) -> None:
+    """The open's worker resolves the labels, so no later request resolves them on the loop."""
+    from compactd.rpc.handlers import _open_with_labels
+    from compactd.session.tree import resolve_labels
+
+    path = tmp_path / "s.jsonl"
+    lines = [{"type": "session", "version": 3, "id": "s", "timestamp": "2025-01-01T00:00:00.000Z", "cwd": "/"},
+             {"type": "message", "id": "a", "parentId": None, "timestamp": "2025-01-01T00:00:01.000Z",
+              "message": {"role": "user", "content": "hi", "timestamp": 1}},
+             {"type": "label", "id": "b", "parentId": "a", "timestamp": "2025-01-01T00:00:02.000Z",
+              "targetId": "a", "label": "start"}]
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    session = _open_with_labels(path, None)
+    assert session._labels == resolve_labels(session.entries) == {"a": "start"}
