@@ -1,7 +1,8 @@
 """The whole `session/tree` streamed as partial results (issue 29, never wait): with a
 `partialResultToken` the nodes come as `$/progress` chunks that reassemble exactly into the
 answer without one, and a request sent while the chunks are still coming is answered before
-the stream ends (other answers are written between chunks). A real daemon subprocess."""
+the stream ends (other answers are written between chunks); a cancelled stream stops. A real
+daemon subprocess."""
 
 from __future__ import annotations
 
@@ -9,7 +10,10 @@ import asyncio
 from pathlib import Path
 from typing import Any
 
+import pytest
 from compactd.rpc.tree_stream import CHUNK_NODES
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
 
 from .helpers import TestClient, call, call_error, initialize, user_message, write_session
 
@@ -73,3 +77,19 @@ async def test_request_sent_mid_stream_is_answered_before_the_stream_ends(client
     answer = await tree
     assert len(client.progress["big"]) == total
     assert [n["id"] for n in reassembled(client.progress["big"], answer)["nodes"]] == ids
+
+
+async def test_a_cancelled_stream_sends_no_further_chunks(client: TestClient, tmp_path: Path) -> None:
+    await open_long(client, tmp_path, turns=12000)
+    total = 24000 // CHUNK_NODES - 1
+    tree = asyncio.ensure_future(call(client, "session/tree", {"sessionId": SID, "partialResultToken": "gone"},
+                                      msg_id="tree-1"))
+    await client.wait_for(lambda: client.progress.get("gone"), timeout=120)
+    client.protocol.notify(types.CANCEL_REQUEST, types.CancelParams(id="tree-1"))
+    with pytest.raises(JsonRpcException) as info:
+        await asyncio.wait_for(tree, 60)
+    assert info.value.code == -32800
+    # Everything the daemon wrote before its answer has been read: no chunk comes after it.
+    received = len(client.progress["gone"])
+    await call(client, "session/entry", {"sessionId": SID, "entryId": "e0001"})
+    assert len(client.progress["gone"]) == received < total
