@@ -117,7 +117,15 @@ def _agent_parts(lines: list[str]) -> list[str | Tool]:
             i += 1
             summary = _SUMMARY.match(body[0]) if body else None
             inline = summary.group(2).strip().strip("`").strip() if summary else ""
-            prose, fences = _fences(body[1:] if summary else body)
+            rest = body[1:] if summary else body
+            opens = [k for k, ln in enumerate(rest) if _FENCE.match(ln)]
+            if tool.group(1) == "shell" and inline and opens:
+                # Codex: the command is in the summary and the output is one bare fence, which SpecStory
+                # does not escape — a Markdown file printed by `cat` has fences of its own inside
+                prose = "\n".join(rest[: opens[0]]).strip()
+                fences = [Fence("", "\n".join(rest[opens[0] + 1: opens[-1]]))]
+            else:
+                prose, fences = _fences(rest)
             parts.append(Tool(tool.group(1), tool.group(2), inline, prose, fences))
         else:
             text.append(line)

@@ -130,7 +130,10 @@ _**Agent (gpt-5.3-codex 2026-02-20 23:58:02Z)**_
 <summary>Tool use: **exec_command** `rg --files docs`</summary>
 ```
 Process exited with code 0
-docs/a.md
+# A
+```sh
+make
+```
 ```
 </details></tool-use>
 
@@ -183,7 +186,7 @@ def test_the_summary_is_the_continued_message_and_codex_blocks_after_it_convert(
     assert [m["role"] for m in msgs] == ["user", "assistant", "toolResult", "assistant", "toolResult", "assistant"]
     shell = msgs[1]["content"][0]
     assert (shell["name"], shell["arguments"]) == ("bash", {"command": "rg --files docs"})
-    assert msgs[2]["content"][0]["text"] == "Process exited with code 0\ndocs/a.md"
+    assert msgs[2]["content"][0]["text"] == "Process exited with code 0\n# A\n```sh\nmake\n```"  # fences inside kept
     patch = msgs[3]["content"][0]
     assert (patch["name"], patch["arguments"]) == ("edit", {"path": "docs/b.md", "patch": "+# B"})
     assert msgs[5]["content"] == [{"type": "text", "text": "Added docs/b.md."}]
