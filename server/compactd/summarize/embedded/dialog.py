@@ -272,9 +272,58 @@ def prose_sentences(text: str) -> list[str]:
     return [LIST_MARK.sub("", s).strip() for s in sentences(text)]
 
 
+# A comparison alone ("X rather than Y") describes; it is a choice when someone makes it: a first-person
+# speaker, or an instruction.
+_COMPARISON_ONLY = re.compile(r"\b(?:instead of|rather than|makes more sense|(?:it's |is )?better to|trade-?off)\b", re.I)
+_AGENT = re.compile(r"\b(?:I|I'm|I'll|I've|I'd|we|we'll|we're|we've|let's|our|my)\b|^(?:use|keep|switch|go|pick|prefer)\b",
+                    re.IGNORECASE)
+
+
 def decision_sentences(text: str) -> list[str]:
-    return [s for s in prose_sentences(text)
-            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith((":", "?")) and len(s) >= 25]
+    out = []
+    for s in prose_sentences(text):
+        m = _DECISION.search(s)
+        if not m or NARRATION.match(s) or s.endswith((":", "?")) or len(s) < 25:
+            continue
+        only_compares = all(_COMPARISON_ONLY.fullmatch(x.group(0)) for x in _DECISION.finditer(s))
+        if only_compares and not _AGENT.search(s):
+            continue  # a description of how things are, not a choice
+        out.append(s + _not_chosen(text, s))
+    return out
+
+
+# A choice announced after a list of options: "I'm going with the second", "I'll use X".
+_CHOOSES = re.compile(r"\b(?:going with|go with|I'll use|we'll use|I'll take|chose|choose|choosing|opt(?:ed|ing)? for|"
+                      r"picking|settled on|decided)\b", re.IGNORECASE)
+
+
+def _not_chosen(text: str, sentence: str) -> str:
+    """When the message lists options (list items after a lead-in ending in ':') and the sentence picks
+    one of them, the options not taken with what the message says against them."""
+    if not _CHOOSES.search(sentence):
+        return ""
+    options: list[str] = []
+    before = ""  # the last line of prose before the list
+    for ln in unfenced_lines(text):
+        if LIST_MARK.match(ln) and (options or before.endswith(":")):
+            options.append(LIST_MARK.sub("", ln).strip())
+        elif options and ln:
+            break
+        elif ln:
+            before = ln
+    if len(options) < 2:
+        return ""
+
+    def words(t: str) -> set[str]:
+        return {w.lower() for w in re.findall(r"[A-Za-z_]{4,}", t)}
+
+    said = words(sentence)
+    overlap = [len(words(o) & said) for o in options]
+    best = max(overlap)
+    if not best or overlap.count(best) > 1:
+        return ""
+    others = [clip(o, 200) for o, n in zip(options, overlap, strict=True) if n < best]
+    return " (not chosen: " + "; ".join(others[:3]) + ")"
 
 
 def finding_sentences(text: str) -> list[str]:

@@ -21,7 +21,7 @@ import re
 
 from ..base import SummaryKind
 from .commands import command_family, is_typed_error, program
-from .dialog import CONSTRAINT_RE, polite, stem
+from .dialog import CONSTRAINT_RE, polite, recap_items, stem
 from .facts import Facts
 from .outcomes import listing
 from .resolve import Failure
@@ -267,9 +267,27 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
-    if not steps and f.final_text and f.tasks and not prev.get(NEXT):
+    status = _last_request_status(f, waiting=not steps)
+    if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
-    return capped(NEXT, steps) if steps else capped(NEXT, prev.get(NEXT, []))
+    return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
+
+
+def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
+    """Where the user's latest request stands when the conversation stops after a reply: waiting on a
+    question the assistant put to the user, or answered (with the reply's headline)."""
+    if not f.final_text or _open_work(f) or not f.last_request:
+        return []
+    asked = f"the user's last request (“{clip(f.last_request, 160)}”)"
+    said = sentences(f.final_text)
+    question = said[-1] if said and said[-1].endswith("?") and not offered_steps(said[-1]) else ""
+    if question:
+        return [f"Wait for the user's answer to “{clip(question, 200)}” (the last reply, to {asked})"]
+    if not waiting:
+        return []  # the steps that follow say what is left of it
+    gist = next(iter(recap_items(f.final_text, 1)), "")
+    return [f"Nothing pending: {asked} was answered" + (f" — {clip(gist, 160)}" if gist else "")
+            + "; wait for the user's next one"]
 
 
 def _forbidden(step: str, verbs: set[str]) -> bool:

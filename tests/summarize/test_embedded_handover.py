@@ -1,0 +1,76 @@
+"""What a handover must say to be continued from (issue 25), on small synthetic sessions: where the
+user's last request stands, the commit git reported, choices with the options not taken, and rules
+in the user's words."""
+
+from __future__ import annotations
+
+from compactd.summarize.extractive import extract_summary
+from tests.support.summarizers import make_request
+
+from .test_extractive import assistant, call, result, section, text, user
+
+
+def summarize(msgs: list) -> str:
+    return extract_summary(make_request(messages=msgs))
+
+
+def final(t: str) -> dict:
+    return {"role": "assistant", "content": [text(t)], "stopReason": "stop", "timestamp": 2}
+
+
+# -- continuation ------------------------------------------------------------------------------
+def test_an_answered_last_request_is_quoted_with_the_reply_headline() -> None:
+    msgs = [
+        user("Rename the config loader to settings.py and update its imports"),
+        final("Renamed config.py to settings.py and updated the four modules that import it."),
+        user("Now count how many modules still read environment variables directly"),
+        final("Three modules still read environment variables directly: cli.py, worker.py and db.py."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "the user's last request (“Now count how many modules still read environment variables directly”)" in nxt
+    assert "was answered — Three modules still read environment variables directly" in nxt
+
+
+def test_a_reply_that_ends_by_asking_the_user_waits_for_the_answer() -> None:
+    msgs = [
+        user("Set up a nightly job that prunes old uploads"),
+        final("I can run it from cron on the host or as a scheduled worker in the queue. "
+              "Which of the two do you prefer for the pruning job?"),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt.startswith("1. Wait for the user's answer to “Which of the two do you prefer for the pruning job?”")
+
+
+def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
+    msgs = [
+        user("Commit the parser fix"),
+        assistant(call("c", "bash", command='git commit -F /tmp/msg.txt')),
+        result("c", "bash", "[main 4e5f6a7] parser: accept trailing commas\n 1 file changed, 3 insertions(+)"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert 'Committed "parser: accept trailing commas" (4e5f6a7 on `main`)' in done
+
+
+# -- decisions ---------------------------------------------------------------------------------
+def test_a_choice_among_listed_options_keeps_the_option_not_taken_and_why() -> None:
+    msgs = [
+        user("The export is slow, make it faster"),
+        final("Two ways to speed it up:\n"
+              "- stream rows with a server-side cursor: constant memory, but the connection stays open for minutes\n"
+              "- batch the export in pages of 5000 rows keyed by id: bounded memory and short transactions\n\n"
+              "I'm going with the paged batches, since short transactions keep the replica healthy."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "going with the paged batches" in decisions
+    assert "not chosen: stream rows with a server-side cursor: constant memory, but the connection stays open" in decisions
+
+
+def test_a_comparison_that_only_describes_is_not_a_decision() -> None:
+    msgs = [
+        user("Summarize what the report says"),
+        final("The report now reads as a list of observations rather than a ranking of the teams. "
+              "I'll use the shorter title instead of the draft one, since the long one wraps in the header."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "observations rather than a ranking" not in decisions
+    assert "use the shorter title instead of the draft one" in decisions
