@@ -167,8 +167,13 @@ def messages(text: str) -> list[Message]:
 
 def _output(tool: Tool) -> tuple[list[Fence], str | None]:
     """The argument fences and the output (the last fence, when it is a ```text one — or a bare one
-    after a Codex command), None when SpecStory showed no output."""
+    after a Codex command; for a question to the user, the `**Answer:**` line SpecStory puts under
+    it), None when SpecStory showed no output."""
     fences = list(tool.fences)
+    answer = tool.prose.rfind("**Answer:**")
+    if answer >= 0:
+        tool.prose, reply = tool.prose[:answer].rstrip(), tool.prose[answer:].strip()
+        return fences, reply
     if fences and (fences[-1].lang == "text" or (fences[-1].lang == "" and tool.kind == "shell")):
         return fences[:-1], fences.pop().text
     return fences, None

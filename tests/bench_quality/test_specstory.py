@@ -102,6 +102,19 @@ I am the subagent and the parent never sees this.
 
 _**Agent (claude-opus-4-6 2026-02-20 23:57:13Z)**_
 
+<tool-use data-tool-type="generic" data-tool-name="AskUserQuestion"><details>
+<summary>Tool use: **AskUserQuestion**</summary>
+**Which scope?**
+
+Options:
+- **This project** - only here
+
+
+**Answer:** This project
+</details></tool-use>
+
+_**Agent (claude-opus-4-6 2026-02-20 23:57:12Z)**_
+
 <tool-use data-tool-type="generic" data-tool-name="ExitPlanMode"><details>
 <summary>Tool use: **ExitPlanMode**</summary>
 
@@ -157,7 +170,7 @@ Added docs/b.md.
 def test_the_region_before_the_summary_pairs_calls_with_outputs_and_drops_the_subagent() -> None:
     out = convert(TRANSCRIPT, compaction=1)
     msgs = [e["message"] for e in out.before]
-    assert [m["role"] for m in msgs] == ["user"] + ["assistant", "toolResult"] * 6
+    assert [m["role"] for m in msgs] == ["user"] + ["assistant", "toolResult"] * 7
     assert msgs[0]["content"] == "the watch output is too noisy; keep the JSON format unchanged"  # rule dropped
     thinking, text, read = msgs[1]["content"]
     assert thinking == {"type": "thinking", "thinking": "Look at main.go first."}
@@ -176,7 +189,10 @@ def test_the_region_before_the_summary_pairs_calls_with_outputs_and_drops_the_su
     assert (task["name"], task["arguments"]) == ("Task", {"input": "Trace the callback"})
     assert msgs[10]["content"][0]["text"] == "(no output shown)"
     assert "subagent" not in json.dumps(out.before)
-    assert msgs[12]["isError"] and not msgs[4]["isError"]  # the user refused the plan
+    ask = msgs[11]["content"][0]
+    assert ask["arguments"] == {"input": "**Which scope?**\n\nOptions:\n- **This project** - only here"}
+    assert msgs[12]["content"][0]["text"] == "**Answer:** This project"  # the user's choice is the result
+    assert msgs[14]["isError"] and not msgs[4]["isError"]  # the user refused the plan
 
 
 def test_the_summary_is_the_continued_message_and_codex_blocks_after_it_convert() -> None:
@@ -208,5 +224,5 @@ def test_the_converted_file_opens_as_a_linear_pi_session(tmp_path: Path) -> None
     assert proc.returncode == 0, proc.stderr
     assert summary.read_text(encoding="utf-8").startswith("This session is being continued")
     branch = Session.open(out).get_branch()
-    assert len(branch) == 15  # 13 before the compaction, 2 kept after it
+    assert len(branch) == 17  # 15 before the compaction, 2 kept after it
     assert [e.get("parentId") for e in branch[1:]] == [e["id"] for e in branch[:-1]]
