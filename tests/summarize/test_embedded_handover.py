@@ -74,3 +74,42 @@ def test_a_comparison_that_only_describes_is_not_a_decision() -> None:
     decisions = section(summarize(msgs), "## Key Decisions")
     assert "observations rather than a ranking" not in decisions
     assert "use the shorter title instead of the draft one" in decisions
+
+
+# -- constraints -------------------------------------------------------------------------------
+def constraints_of(*messages: str) -> str:
+    msgs: list = []
+    for i, m in enumerate(messages):
+        msgs += [user(m), final(f"Done with step {i}: the change is in place and the tests pass.")]
+    return section(summarize(msgs), "## Constraints & Preferences")
+
+
+def test_be_and_only_after_state_rules() -> None:
+    rules = constraints_of("Migrate the billing tables to the new schema. Be careful with the invoice history. "
+                           "Run the migration only after I have reviewed the plan.")
+    assert "Be careful with the invoice history." in rules
+    assert "Run the migration only after I have reviewed the plan." in rules
+
+
+def test_what_the_user_perceives_fears_or_asks_for_is_not_a_rule() -> None:
+    rules = constraints_of("Profile the importer and tell me where the time goes. I want you to write the findings "
+                           "in a short note. The importer should never load the whole file into memory.",
+                           "Maybe I misread the profile, but I don't think the parser is the slow part here.",
+                           "I'm worried that the batch size will never fit the small workers.")
+    assert "The importer should never load the whole file into memory." in rules
+    assert "I want you to write" not in rules
+    assert "don't think the parser" not in rules
+    assert "worried" not in rules
+
+
+def test_a_correction_that_says_what_to_do_instead_is_a_rule() -> None:
+    msgs = [
+        user("Send the welcome emails when a user signs up"),
+        assistant(text("I'll send them from a background thread."),
+                  call("e", "edit", path="app/signup.py", oldText="def signup(u):\n", newText="def signup(u):\n    Thread(target=send_welcome, args=(u,)).start()\n")),
+        result("e", "edit", "ok"),
+        user("no, put them on the job queue instead of a thread, the web workers get recycled"),
+        final("Moved the welcome emails to the job queue."),
+    ]
+    rules = section(summarize(msgs), "## Constraints & Preferences")
+    assert "no, put them on the job queue instead of a thread" in rules

@@ -53,8 +53,8 @@ _REQUEST_QUESTION = re.compile(
 # apostrophe: chat users often type "dont").
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
-    r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
-    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|"
+    r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want(?! you to)|no more than|at most|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|"
     r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
@@ -78,7 +78,7 @@ _TASK_STATEMENT = re.compile(r"\b(?:i'?d like (?:you )?to|i would like (?:you )?
                              re.IGNORECASE)
 _RULE_START = re.compile(
     r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
-    r"ensure)\b", re.IGNORECASE)
+    r"ensure|be (?:\w+ly )?(?!done|finished|back|able|there|here)\w+)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
@@ -176,6 +176,10 @@ def classify_user(text: str) -> str:
 # First-person statements of what the user sees, knows or thinks: "I don't see", "I don't recall".
 _PERCEIVING = re.compile(r"^(?:\W*\w+\W+){0,3}?i (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|"
                          r"remember|know|think|get|feel|believe|mind|care)\b", re.IGNORECASE)
+# The same anywhere in a sentence, and worries: what the user perceives or fears is not a rule of theirs.
+_PERCEPTION = re.compile(r"\bi (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|remember|know|think|"
+                         r"get|feel|believe|mind|care)\b[^,;.]*|\bi(?:'m| am) (?:\w+ )?(?:worried|afraid|concerned|not sure|"
+                         r"wondering)\b.*", re.IGNORECASE)
 
 
 def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
@@ -188,9 +192,22 @@ def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
-        if CONSTRAINT_RE.search(s) or any(_RULE_START.match(c) for c in _clauses(s)):
+        rest = _PERCEPTION.sub("", s)  # a rule word inside "I don't think ..." rules nothing
+        if CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)):
             out.append(s)
     return out
+
+
+def correction_rules(text: str) -> list[str]:
+    """The rules a correction gives: its opening sentence when, past the negation, it says what to do
+    instead ("no, use the queue instead"), and the rule sentences after it."""
+    found = constraint_sentences(text, skip_first=True)
+    first = next(iter(sentences(text)), "")
+    rest = re.sub(r"^(?:no|nope|nah|wait|actually|hold on|stop|not like that)\W+", "", first, flags=re.I)
+    if rest != first and len(rest.split()) >= 3 and len(first) <= 240 and not first.endswith("?") and (
+            _IMPERATIVE.match(rest) or re.search(r"\b(?:instead|rather)\b", rest, re.I)):
+        found.insert(0, first)
+    return found
 
 
 def forbidden_verbs(constraint: str) -> set[str]:

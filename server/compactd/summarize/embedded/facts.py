@@ -182,11 +182,11 @@ class _Pass:
             self.rules(dl.constraint_sentences(cleaned))
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
-            self.rules(dl.constraint_sentences(cleaned, skip_first=True))
+            self.rules(dl.correction_rules(cleaned))
             self.reject(cleaned, after_proposal)
             self.awaiting_adoption = True
-        elif kind == "rule":
-            self.rules(dl.constraint_sentences(cleaned) or [clip(cleaned, 300)])
+        elif kind == "rule":  # a short message is a rule as a whole; a long one by its rule sentences
+            self.rules(dl.constraint_sentences(cleaned) or ([cleaned] if len(cleaned.split()) <= 30 else []))
         elif kind == "direction":
             self.rules(dl.constraint_sentences(cleaned))
             f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
