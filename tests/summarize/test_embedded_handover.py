@@ -113,3 +113,43 @@ def test_a_correction_that_says_what_to_do_instead_is_a_rule() -> None:
     ]
     rules = section(summarize(msgs), "## Constraints & Preferences")
     assert "no, put them on the job queue instead of a thread" in rules
+
+
+# -- structured prompts: pasted diffs and status dumps, the task section, instructions as lists -----
+_PROMPT = """## Context
+
+- Ticket status: title:\tRetry uploads
+state:\tOPEN
+- Current diff: diff --git a/up/client.py b/up/client.py
+index 1a2b3c4..5d6e7f8 100644
+--- a/up/client.py
++++ b/up/client.py
+@@ -10,6 +10,9 @@ def upload(blob):
+-    # never retry, the server dedupes nothing
++    # always retry twice before giving up
++    for attempt in range(3):
+
+## Your task
+
+Review the change to the upload client and write up what it does.
+
+When you review, pay attention to:
+
+- error handling on the last attempt
+- whether the backoff is bounded
+
+We focus our reviews on behaviour, not on style.
+"""
+
+
+def test_a_prompt_under_headings_gives_its_task_section_as_goal_and_its_listed_instructions_as_rules() -> None:
+    out = summarize([user(_PROMPT), final("The change retries an upload up to three times; the backoff is unbounded.")])
+    goal, rules = section(out, "## Goal"), section(out, "## Constraints & Preferences")
+    assert goal.startswith("Review the change to the upload client and write up what it does.")
+    assert "Context" not in goal and "Ticket" not in goal
+    assert ("When you review, pay attention to: error handling on the last attempt; whether the backoff is bounded"
+            in rules)
+    assert "We focus our reviews on behaviour, not on style." in rules
+    # the pasted diff's comments and the status dump are not the user's words
+    assert "never retry" not in rules and "always retry" not in rules
+    assert "state:" not in out.split("## User Messages")[-1]

@@ -54,7 +54,7 @@ _REQUEST_QUESTION = re.compile(
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want(?! you to)|no more than|at most|"
-    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|better (?:not )?to|we (?:only |mainly |always )?focus|"
     r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
@@ -86,15 +86,26 @@ REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|other
                     r"it'd|we need|it needs)\s+", re.IGNORECASE)
 
 
+# A unified diff pasted into a message: its header starts it; hunk lines (+, -, space, @@) continue it.
+_DIFF_START = re.compile(r"(?:^|\s)(?:diff --git \S|--- a/\S|\+\+\+ b/\S)|^@@ -\d")
+_DIFF_LINE = re.compile(r"^(?:[+\- \t\\]|@@ |index [0-9a-f]|diff --git |(?:new|deleted) file mode|similarity index|rename (?:from|to) )")
+# `key:<TAB>value` lines: a tool's status output pasted in.
+_TAB_DUMP = re.compile(r"^[^\t]*:\t")
+
+
 def clean_user_text(text: str) -> tuple[str, list[str]]:
     """(text without pasted material, error lines quoted in it)."""
     errors: list[str] = []
     lines = text.splitlines()
     kept: list[str] = []
-    in_fence = False
+    in_fence = in_diff = False
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
+        in_diff = (in_diff and bool(_DIFF_LINE.match(lines[i]))) or (not in_fence and bool(_DIFF_START.search(lines[i])))
+        if in_diff or (not in_fence and _TAB_DUMP.match(lines[i])):
+            i += 1
+            continue
         if stripped.startswith("```"):
             in_fence = not in_fence
         elif not in_fence and _QUOTED_ERROR.search(stripped):
@@ -108,6 +119,31 @@ def clean_user_text(text: str) -> tuple[str, list[str]]:
             kept.append(lines[i])
         i += 1
     return "\n".join(kept).strip(), errors
+
+
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
+# The heading prompt templates put over what is asked (as opposed to context pasted above it).
+_TASK_HEADING = re.compile(r"\b(?:task|instructions?|goal|objective|request|what to do)\b", re.IGNORECASE)
+
+
+def task_section(text: str) -> str | None:
+    """In a message organised under Markdown headings, the body of the section that states the task."""
+    body: list[str] | None = None
+    for line in text.splitlines():
+        h = _HEADING.match(line)
+        if h:
+            if body:
+                break
+            body = [] if _TASK_HEADING.search(h.group(1)) else None
+        elif body is not None:
+            body.append(line)
+    joined = "\n".join(body or []).strip()
+    return joined or None
+
+
+def without_headings(text: str) -> str:
+    """Markdown heading lines dropped: they organise a message, they are not sentences of it."""
+    return "\n".join(ln for ln in text.splitlines() if not _HEADING.match(ln))
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -208,6 +244,39 @@ def correction_rules(text: str) -> list[str]:
             _IMPERATIVE.match(rest) or re.search(r"\b(?:instead|rather)\b", rest, re.I)):
         found.insert(0, first)
     return found
+
+
+_LEAD_VERB = re.compile(r"^(?:\W*(?:please|also|and|then)\W+)*(?:pay attention|focus|consider|follow|verify|look (?:at|for))\b",
+                        re.IGNORECASE)
+
+
+def task_rules(text: str) -> list[str]:
+    """The rules a task message states: its rule sentences, and its instructions given as lists (whose
+    items are not repeated one by one)."""
+    listed = listed_rules(text)
+    items = {i for _, its in listed for i in its}
+    return [s for s in constraint_sentences(text) if s not in items] + [clip(f"{lead} {'; '.join(its)}", 300)
+                                                                         for lead, its in listed]
+
+
+def listed_rules(text: str) -> list[tuple[str, list[str]]]:
+    """Instructions given as a lead-in and a list: "Ignore changes to:" or "In the review, pay attention
+    to:" followed by list items — (the lead-in, its items), in the user's words."""
+    out: list[tuple[str, list[str]]] = []
+    lead, items = "", []
+    for line in [*unfenced_lines(text), ""]:
+        if lead and LIST_MARK.match(line):
+            items.append(LIST_MARK.sub("", line).strip())
+            continue
+        if lead and not items and not line:
+            continue  # a blank line between the lead-in and its list
+        if lead and items:
+            out.append((lead, items))
+        lead, items = "", []
+        if line.endswith(":") and any(_IMPERATIVE.match(c) or _LEAD_VERB.match(c) or _RULE_START.match(c)
+                                      for c in _clauses(line)):
+            lead = line
+    return out
 
 
 def forbidden_verbs(constraint: str) -> set[str]:

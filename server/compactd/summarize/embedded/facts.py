@@ -177,9 +177,9 @@ class _Pass:
         f.recent_steps = []
         f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
-        if kind == "task":
-            f.tasks.append((self.seq, cleaned))
-            self.rules(dl.constraint_sentences(cleaned))
+        if kind == "task":  # in a prompt laid out under headings, the section that states the task
+            f.tasks.append((self.seq, dl.without_headings(dl.task_section(cleaned) or cleaned)))
+            self.rules(dl.task_rules(cleaned))
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
             self.rules(dl.correction_rules(cleaned))
