@@ -192,7 +192,7 @@ def _pi_call(tool: Tool, args: list[Fence], output: str | None) -> tuple[str, di
     if tool.kind == "shell":
         command = tool.inline or (args[0].text if args else _first_backticked(tool.prose))
         return "bash", {"command": command, **({"description": description} if description else {})}
-    if tool.name in ("Read", "read_file", "view") or tool.kind == "read":
+    if tool.name in ("Read", "read_file", "view"):  # not every "read" type reads a file (WebFetch)
         return "read", {"path": tool.inline or _first_backticked(tool.prose)}
     if tool.kind == "write":
         found = _PATH_IN_RESULT.search(output or "")

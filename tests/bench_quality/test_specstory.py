@@ -226,3 +226,25 @@ def test_the_converted_file_opens_as_a_linear_pi_session(tmp_path: Path) -> None
     branch = Session.open(out).get_branch()
     assert len(branch) == 17  # 15 before the compaction, 2 kept after it
     assert [e.get("parentId") for e in branch[1:]] == [e["id"] for e in branch[:-1]]
+
+
+def test_a_web_fetch_keeps_its_own_name_and_its_url() -> None:
+    transcript = """_**User (2026-09-20 17:07:08Z)**_
+
+why does the container fail?
+
+_**Agent (claude-opus-5 2026-09-20 17:08:47Z)**_
+
+<tool-use data-tool-type="read" data-tool-name="WebFetch"><details>
+<summary>Tool use: **WebFetch**</summary>
+ `https://youtrack.jetbrains.com/issue/IJPL-67749`
+
+```text
+Decoding seccomp profile failed
+```
+</details></tool-use>
+"""
+    msgs = [e["message"] for e in convert(transcript).before]
+    fetch = msgs[1]["content"][0]
+    assert (fetch["name"], fetch["arguments"]) == ("WebFetch", {"input": "`https://youtrack.jetbrains.com/issue/IJPL-67749`"})
+    assert msgs[2]["content"][0]["text"] == "Decoding seccomp profile failed"
