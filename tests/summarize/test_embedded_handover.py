@@ -153,3 +153,30 @@ def test_a_prompt_under_headings_gives_its_task_section_as_goal_and_its_listed_i
     # the pasted diff's comments and the status dump are not the user's words
     assert "never retry" not in rules and "always retry" not in rules
     assert "state:" not in out.split("## User Messages")[-1]
+
+
+# -- what a patch did ------------------------------------------------------------------------------
+def test_a_patch_that_creates_a_document_is_a_write_with_its_outline_and_opening() -> None:
+    patch = ("+# Cache Rollout Plan\n+\n+_Draft, 2026-01-05_\n+\n+## Summary\n+\n"
+             "+Put a read-through cache in front of the pricing service with a five minute TTL.\n+\n"
+             "+## Risks\n+\n+### Stale prices\n+\n+## Rollout\n+\n+Start with one region.\n")
+    msgs = [
+        user("Write the rollout plan for the pricing cache in docs/cache-plan.md"),
+        assistant(call("p", "edit", path="docs/cache-plan.md", patch=patch)),
+        result("p", "edit", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert ("Wrote docs/cache-plan.md: “Cache Rollout Plan”; says “Put a read-through cache in front of the pricing "
+            "service with a five minute TTL.”; sections “Summary”, “Risks”, “Rollout”") in done
+
+
+def test_a_patch_that_changes_code_is_described_by_its_hunks() -> None:
+    patch = ("@@ -1,3 +1,6 @@\n import time\n+\n+def backoff(attempt):\n+    # doubles the wait after each failed try\n"
+             "+    return 2 ** attempt\n")
+    msgs = [
+        user("Add exponential backoff to net/retry.py"),
+        assistant(call("p", "edit", path="net/retry.py", patch=patch)),
+        result("p", "edit", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "Edited net/retry.py: added backoff(); now says “doubles the wait after each failed try”" in done

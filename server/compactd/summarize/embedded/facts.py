@@ -397,13 +397,14 @@ class _Pass:
         f = self.f
         path = call.path
         assert path is not None
-        verb = "Wrote" if call.name in ("write", "create") else "Edited"
+        created = _created_by_patch(call.args)  # a patch that adds every line writes a new file
+        verb = "Wrote" if call.name in ("write", "create") or created is not None else "Edited"
         change = f.changes.get(path)
         if change is None or (verb == "Wrote" and change.verb == "Edited" and change.count == 0):
             change = f.changes[path] = Change(path, verb)
             f.done.append((self.seq, "edit", path))
         if verb == "Wrote":
-            describe_write(change, str(call.args.get("content", "")))
+            describe_write(change, created if created is not None else str(call.args.get("content", "")))
         else:
             for old, new in _replacements(call.args):
                 describe_edit(change, old, new)
@@ -437,8 +438,41 @@ def after_proposal_reply(p: _Pass, reply: str) -> bool:
     return p.prev_role == "assistant" and bool(dl.PROPOSAL.search(p.last_assistant_text)) and dl.refuses(reply)
 
 
+def _patch_sides(patch: str) -> list[tuple[str, str]]:
+    """(old, new) text of each hunk of a patch given as +/-/space lines (a unified diff's hunks, or the
+    body of an apply_patch call)."""
+    hunks: list[tuple[list[str], list[str]]] = [([], [])]
+    for line in patch.splitlines():
+        if line.startswith("@@"):
+            hunks.append(([], []))
+        elif line.startswith(("+++", "---", "***", "diff ", "index ")):
+            continue
+        elif line.startswith("+"):
+            hunks[-1][1].append(line[1:])
+        elif line.startswith("-"):
+            hunks[-1][0].append(line[1:])
+        else:
+            body = line[1:] if line.startswith(" ") else line
+            hunks[-1][0].append(body)
+            hunks[-1][1].append(body)
+    return [("\n".join(o), "\n".join(n)) for o, n in hunks if o or n]
+
+
+def _created_by_patch(args: dict[str, Any]) -> str | None:
+    """The content of a file a patch creates whole (every line added), else None."""
+    patch = args.get("patch") if isinstance(args.get("patch"), str) else None
+    if not patch:
+        return None
+    sides = _patch_sides(patch)
+    if len(sides) == 1 and not sides[0][0].strip():
+        return sides[0][1]
+    return None
+
+
 def _replacements(args: dict[str, Any]) -> list[tuple[str, str]]:
     """(old, new) pairs of an edit call, whichever argument names the tool uses."""
+    if isinstance(args.get("patch"), str) and not any(k in args for k in ("oldText", "old_string", "old_str", "edits")):
+        return _patch_sides(args["patch"])
     edits = args.get("edits")
     if isinstance(edits, list):
         return [(str(e.get("oldText", e.get("old_string", ""))), str(e.get("newText", e.get("new_string", ""))))
