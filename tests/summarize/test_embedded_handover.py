@@ -180,3 +180,37 @@ def test_a_patch_that_changes_code_is_described_by_its_hunks() -> None:
     ]
     done = section(summarize(msgs), "### Done")
     assert "Edited net/retry.py: added backoff(); now says “doubles the wait after each failed try”" in done
+
+
+# -- slash commands, skills, answers to the agent's questions ------------------------------------
+_SKILL_TEXT = ("Base directory for this skill: /home/dev/.claude/skills/tidy\n\n# Tidy\n\n"
+               "This skill sorts a repository's stray files into folders. It proposes moves before making them.\n\n"
+               "Never move files tracked by git without asking.\n")
+
+
+def test_a_skill_is_a_task_with_rules_not_the_users_words_and_a_short_command_is_the_latest_request() -> None:
+    msgs = [
+        user("<command-message>tidy</command-message>\n<command-name>/tidy</command-name>"),
+        user(_SKILL_TEXT),
+        final("I found 14 stray files; 9 can go under scripts/ and 5 under notes/."),
+        user("<command-message>tidy</command-message>\n<command-name>/tidy</command-name>\n<command-args>undo</command-args>"),
+        user(_SKILL_TEXT),
+        assistant(text("Let me restore the moved files."), call("b", "bash", command="git status --short")),
+    ]
+    out = summarize(msgs)
+    assert section(out, "## Goal") == ("Run the `tidy` skill: This skill sorts a repository's stray files into folders. "
+                                       "It proposes moves before making them.")
+    assert "Never move files tracked by git without asking." in section(out, "## Constraints & Preferences")
+    assert "- [ ] Latest request: `/tidy undo`" in section(out, "### In Progress")
+    assert "Base directory" not in out and "stray files into folders" not in section(out, "## User Messages")
+
+
+def test_an_answer_given_as_plain_text_is_the_users_choice_for_the_questions_asked() -> None:
+    msgs = [
+        user("Set up the release workflow"),
+        assistant(call("q", "AskUserQuestion", input="**Which registry should releases go to?**\n\nOptions:\n"
+                                                      "- **npm** - public\n- **GitHub Packages** - private")),
+        result("q", "AskUserQuestion", "**Answer:** GitHub Packages"),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "**User chose** “GitHub Packages” for: Which registry should releases go to?" in decisions

@@ -500,6 +500,12 @@ def answers(result: str) -> list[tuple[str, str]]:
     return _ANSWER.findall(result)
 
 
+def questions_in(text: str) -> list[str]:
+    """The questions a text asks (sentences ending in '?', emphasis removed)."""
+    lines = (LIST_MARK.sub("", re.sub(r"[*_]{2}", "", ln)).strip() for ln in unfenced_lines(text))
+    return [q for ln in lines if ln.endswith("?") for q in [re.split(r"(?<=[.!:])\s+", ln)[-1]]]
+
+
 def plan_text(plan: str) -> str:
     """A plan in one line: its title and first steps."""
     title = next((ln.lstrip("#").strip() for ln in unfenced_lines(plan) if ln.startswith("#")), "")

@@ -141,6 +141,12 @@ class _Pass:
             self.user_command(*turn.shell)
             return
         text = turn.text
+        if turn.skill:  # a skill's instructions: rules the agent works under, not the user's words
+            self.skill_loaded(turn.skill, text)
+            return
+        if turn.command and text and len(text.split()) <= 3:  # `/name args`: the request is the command itself
+            self.command_invoked(f"{turn.command} {text}")
+            return
         if not text:  # an interruption, or a slash command without arguments: no words of the user
             return
         if f.first_user_raw is None and text.strip():
@@ -160,7 +166,7 @@ class _Pass:
             f.said.append((self.seq, f"{clip(cleaned, 80)} (chose: {picked})", 2))
         condensed = ""
         if not dl.is_ack(cleaned) and not picked:
-            condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
+            condensed = dl.condense(cleaned, 600 if not f.tasks else 240)  # the opening task is the fullest
             if condensed:  # how long it stays under a tight budget: rules and corrections longest
                 weight = 2 if kind in ("correction", "direction", "rule") or dl.CONSTRAINT_RE.search(condensed) else (
                     1 if kind == "task" else 0)
@@ -193,6 +199,24 @@ class _Pass:
         # questions and requests to look at something: asked in passing, neither work nor rules; what the
         # next read-only command shows answers them
         self.tools.asked = kind == "look"
+
+    def command_invoked(self, invocation: str) -> None:
+        """A slash command with short arguments: a request of its own, whatever it says."""
+        f = self.f
+        f.said.append((self.seq, f"`{invocation}`", 1))
+        f.last_request, f.last_user_seq, f.recent_steps, f.final_text = f"`{invocation}`", self.seq, [], ""
+        self.last_said = ""
+
+    def skill_loaded(self, name: str, instructions: str) -> None:
+        """A skill the user invoked: what it is for (its opening) is the task when nothing else is; its
+        rules hold for the work."""
+        f = self.f
+        cleaned = dl.unwrapped(dl.clean_user_text(instructions)[0])
+        about = " ".join(sentences(dl.without_headings(cleaned))[:2])
+        if not f.tasks and about:
+            f.tasks.append((self.seq, f"Run the `{name}` skill: {clip(about, 300)}"))
+        self.rules(dl.task_rules(cleaned))
+        f.said.append((self.seq, f"(the `{name}` skill's instructions were loaded)", 0))
 
     def rules(self, found: list[str]) -> None:
         self.f.constraints.extend(found)
@@ -378,7 +402,13 @@ class _Pass:
                 labels = [str(o.get("label", "")) + (f" ({clip(str(o['description']), 80)})" if o.get("description") else "")
                           for o in q.get("options") or [] if isinstance(o, dict)]
                 options[str(q.get("question", ""))] = [lb for lb in labels if lb]
-        for question, answer in dl.answers(text):
+        pairs = dl.answers(text)
+        if not pairs:  # the answer as plain text: put to the questions the call asked
+            asked = options or {q: [] for q in dl.questions_in(" ".join(str(v) for v in call.args.values()))}
+            answer = re.sub(r"^\W*(?:the )?(?:user(?:'s)? )?answer(?:ed|s)?\W*", "", re.sub(r"[*_]{2}", "", text.strip()), flags=re.I)
+            if answer and asked:
+                pairs = [("; ".join(asked), answer)]
+        for question, answer in pairs:
             others = [o for o in options.get(question, []) if not o.startswith(answer) and o.split(" (")[0] not in answer]
             line = f"**User chose** “{clip(answer, 200)}” for: {clip(question, 160)}"
             if others:
