@@ -214,3 +214,4 @@ def test_an_answer_given_as_plain_text_is_the_users_choice_for_the_questions_ask
     ]
     decisions = section(summarize(msgs), "## Key Decisions")
     assert "**User chose** “GitHub Packages” for: Which registry should releases go to?" in decisions
+    assert "(options not chosen: npm (public))" in decisions

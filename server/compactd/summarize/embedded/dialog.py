@@ -500,10 +500,19 @@ def answers(result: str) -> list[tuple[str, str]]:
     return _ANSWER.findall(result)
 
 
-def questions_in(text: str) -> list[str]:
-    """The questions a text asks (sentences ending in '?', emphasis removed)."""
-    lines = (LIST_MARK.sub("", re.sub(r"[*_]{2}", "", ln)).strip() for ln in unfenced_lines(text))
-    return [q for ln in lines if ln.endswith("?") for q in [re.split(r"(?<=[.!:])\s+", ln)[-1]]]
+def questions_in(text: str) -> dict[str, list[str]]:
+    """The questions a text asks (lines ending in '?', emphasis removed), each with the options listed
+    under it ('label (what it means)')."""
+    out: dict[str, list[str]] = {}
+    current: list[str] | None = None
+    for raw in unfenced_lines(text):
+        line = re.sub(r"[*_]{2}", "", raw).strip()
+        if line.endswith("?") and not LIST_MARK.match(raw):
+            current = out.setdefault(re.split(r"(?<=[.!:])\s+", line)[-1], [])
+        elif current is not None and LIST_MARK.match(raw):
+            label, _, what = LIST_MARK.sub("", line).partition(" - ")
+            current.append(label.strip() + (f" ({clip(what.strip(), 80)})" if what.strip() else ""))
+    return out
 
 
 def plan_text(plan: str) -> str:

@@ -404,10 +404,12 @@ class _Pass:
                 options[str(q.get("question", ""))] = [lb for lb in labels if lb]
         pairs = dl.answers(text)
         if not pairs:  # the answer as plain text: put to the questions the call asked
-            asked = options or {q: [] for q in dl.questions_in(" ".join(str(v) for v in call.args.values()))}
+            options = options or dl.questions_in("\n".join(str(v) for v in call.args.values()))
             answer = re.sub(r"^\W*(?:the )?(?:user(?:'s)? )?answer(?:ed|s)?\W*", "", re.sub(r"[*_]{2}", "", text.strip()), flags=re.I)
-            if answer and asked:
-                pairs = [("; ".join(asked), answer)]
+            if answer and options:
+                joined = "; ".join(options)
+                options = {joined: [o for opts in options.values() for o in opts]}
+                pairs = [(joined, answer)]
         for question, answer in pairs:
             others = [o for o in options.get(question, []) if not o.startswith(answer) and o.split(" (")[0] not in answer]
             line = f"**User chose** “{clip(answer, 200)}” for: {clip(question, 160)}"
