@@ -215,3 +215,30 @@ def test_an_answer_given_as_plain_text_is_the_users_choice_for_the_questions_ask
     decisions = section(summarize(msgs), "## Key Decisions")
     assert "**User chose** “GitHub Packages” for: Which registry should releases go to?" in decisions
     assert "(options not chosen: npm (public))" in decisions
+
+
+# -- size: what one section quotes, another does not repeat ----------------------------------------
+def test_user_messages_do_not_repeat_what_goal_and_constraints_quote() -> None:
+    msgs = [
+        user("Port the invoice exporter from Python 2 to Python 3."),
+        final("Ported the exporter; the tests pass on Python 3.12."),
+        user("Thanks. The output files must keep their Latin-1 encoding. Also write a short changelog entry."),
+        final("Kept Latin-1 for the output files and added a changelog entry."),
+        user("Why does the CSV writer in the exporter need newline='' on Python 3?"),
+        final("Without it the csv module writes an extra carriage return on Windows."),
+    ]
+    out = summarize(msgs)
+    assert "The output files must keep their Latin-1 encoding." in section(out, "## Constraints & Preferences")
+    said = section(out, "## User Messages")
+    assert "Why does the CSV writer in the exporter need newline=''" in said
+    assert "Latin-1" not in said and "Port the invoice exporter" not in said  # quoted under Constraints, Goal
+
+
+def test_the_only_task_is_not_repeated_under_in_progress() -> None:
+    msgs = [
+        user("Add pagination to the audit log endpoint"),
+        assistant(text("I'll add limit and cursor parameters."), call("r", "read", path="api/audit.py")),
+    ]
+    out = summarize(msgs)
+    assert "Add pagination to the audit log endpoint" in section(out, "## Next Steps")
+    assert "Add pagination" not in section(out, "### In Progress")

@@ -86,7 +86,12 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     said = _user_messages(f, prev)
     # Under a tight budget, rules and corrections stay longest, then tasks; a previous summary's first.
     weights = {norm(t): w for _, t, w in f.said}
-    out.add(USER, said, ranks=[weights.get(norm(t), 2) for t in said])
+    ranks = [weights.get(norm(t), 2) for t in said]
+    covered = " ".join(norm(ln.text) for ln in out.items if ln.section in (GOAL, CONSTRAINTS))
+    said = [_uncovered(t, covered) for t in said]  # what Goal and Constraints quote is not repeated
+    if said and not any(said):
+        said, ranks = ["(all quoted above, under Goal and Constraints)"], [2]
+    out.add(USER, [t for t in said if t], ranks=[r for t, r in zip(said, ranks, strict=True) if t])
     if f.root:  # paths under the project root are shown relative to it, in commands too
         prefix = f.root.rstrip("/") + "/"
         for ln in out.items:
@@ -101,6 +106,17 @@ def _user_messages(f: Facts, prev: Previous) -> list[str]:
     said = dedupe([*prev.get(USER, []), *(t for _, t, _ in f.said)])
     cap = _CAPS[USER]
     return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
+
+
+def _uncovered(message: str, covered: str) -> str:
+    """A user message without the sentences Goal or Constraints already quote ('' when nothing is left
+    but its elisions)."""
+    parts = [p for p in re.split(r"(?<=[.!?…])\s+", message) if p]
+    kept = [p for p in parts if len(norm(p)) < 24 or norm(p) not in covered]
+    if len(kept) == len(parts):
+        return message
+    text = re.sub(r"(?:\s*…\s*){2,}", " … ", " ".join(kept)).strip()
+    return text if re.search(r"\w{2,}", text.replace("…", "")) else ""
 
 
 def _open_work(f: Facts) -> bool:
@@ -193,8 +209,8 @@ def _in_progress(f: Facts) -> list[str]:
     items: list[str] = []
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
-    if open_work and last_task:
-        items.append("Working on: " + goal_text(last_task, 160))  # whole under Next Steps
+    if open_work and last_task and len(f.tasks) > 1:  # the only task is the Goal, whole under Next Steps
+        items.append("Working on: " + goal_text(last_task, 160))
     if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
                                          and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
         items.append("Latest request: " + f.last_request)
