@@ -242,3 +242,19 @@ def test_the_only_task_is_not_repeated_under_in_progress() -> None:
     out = summarize(msgs)
     assert "Add pagination to the audit log endpoint" in section(out, "## Next Steps")
     assert "Add pagination" not in section(out, "### In Progress")
+
+
+def test_work_cut_off_mid_turn_names_the_files_changed_since_the_latest_request() -> None:
+    msgs = [
+        user("Add a health endpoint"),
+        assistant(call("a", "edit", path="srv/routes.py", oldText="routes = []\n", newText="routes = [health]\n")),
+        result("a", "edit", "ok"),
+        user("Now add logging of every request with its latency"),
+        assistant(call("b", "edit", path="srv/middleware.py", oldText="MIDDLEWARE = []\n", newText="MIDDLEWARE = [timing]\n")),
+        result("b", "edit", "ok"),
+        assistant(call("d", "edit", path="srv/log.py", oldText="", newText="def timing(req):\n    ...\n")),
+        result("d", "edit", "ok"),
+        assistant(text("Now I'll wire the logger into the app factory."), call("r", "read", path="srv/app.py")),
+    ]
+    in_progress = section(summarize(msgs), "### In Progress")
+    assert "- [ ] Changed since the latest request: srv/middleware.py, srv/log.py" in in_progress

@@ -67,6 +67,7 @@ class Facts:
     last_calls: str = ""  # the tool calls of the last assistant message
     last_request: str = ""  # the user's latest message (condensed), whatever kind it is
     recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
+    touched: list[str] = field(default_factory=list)  # files changed since the user's latest request
     last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
@@ -180,7 +181,7 @@ class _Pass:
                 x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
-        f.recent_steps = []
+        f.recent_steps, f.touched = [], []
         f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":  # in a prompt laid out under headings, the section that states the task
@@ -440,6 +441,8 @@ class _Pass:
         else:
             for old, new in _replacements(call.args):
                 describe_edit(change, old, new)
+        if path not in f.touched:
+            f.touched.append(path)
         if path not in f.modified:
             f.modified.append(path)
         if path not in f.uncommitted:

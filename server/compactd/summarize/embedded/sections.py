@@ -218,6 +218,8 @@ def _in_progress(f: Facts) -> list[str]:
         items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
     elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
+    if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
+        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
         items.append("Steps set out for it: " + clip("; ".join(f.working_plan), 400))
     last = f.corrections[-1] if f.corrections else None
