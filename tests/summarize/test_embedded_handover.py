@@ -138,7 +138,7 @@ When you review, pay attention to:
 - error handling on the last attempt
 - whether the backoff is bounded
 
-We focus our reviews on behaviour, not on style.
+Never approve a change without a test.
 """
 
 
@@ -149,7 +149,7 @@ def test_a_prompt_under_headings_gives_its_task_section_as_goal_and_its_listed_i
     assert "Context" not in goal and "Ticket" not in goal
     assert ("When you review, pay attention to: error handling on the last attempt; whether the backoff is bounded"
             in rules)
-    assert "We focus our reviews on behaviour, not on style." in rules
+    assert "Never approve a change without a test." in rules
     # the pasted diff's comments and the status dump are not the user's words
     assert "never retry" not in rules and "always retry" not in rules
     assert "state:" not in out.split("## User Messages")[-1]

@@ -54,7 +54,7 @@ _REQUEST_QUESTION = re.compile(
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
     r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want(?! you to)|no more than|at most|"
-    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|better (?:not )?to|we (?:only |mainly |always )?focus|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|"
     r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
@@ -246,10 +246,6 @@ def correction_rules(text: str) -> list[str]:
     return found
 
 
-_LEAD_VERB = re.compile(r"^(?:\W*(?:please|also|and|then)\W+)*(?:pay attention|focus|consider|follow|verify|look (?:at|for))\b",
-                        re.IGNORECASE)
-
-
 def task_rules(text: str) -> list[str]:
     """The rules a task message states: its rule sentences, and its instructions given as lists (whose
     items are not repeated one by one)."""
@@ -260,8 +256,8 @@ def task_rules(text: str) -> list[str]:
 
 
 def listed_rules(text: str) -> list[tuple[str, list[str]]]:
-    """Instructions given as a lead-in and a list: "Ignore changes to:" or "In the review, pay attention
-    to:" followed by list items — (the lead-in, its items), in the user's words."""
+    """Instructions given as a lead-in and a list ("Leave these files alone:", "When you review, check:")
+    followed by list items — (the lead-in, its items), in the user's words."""
     out: list[tuple[str, list[str]]] = []
     lead, items = "", []
     for line in [*unfenced_lines(text), ""]:
@@ -273,9 +269,8 @@ def listed_rules(text: str) -> list[tuple[str, list[str]]]:
         if lead and items:
             out.append((lead, items))
         lead, items = "", []
-        if line.endswith(":") and any(_IMPERATIVE.match(c) or _LEAD_VERB.match(c) or _RULE_START.match(c)
-                                      for c in _clauses(line)):
-            lead = line
+        if line.endswith(":") and len(line.split()) >= 3 and not LIST_MARK.match(line):
+            lead = line  # a lead-in of the user's, with a list after it: what they ask, item by item
     return out
 
 
