@@ -258,3 +258,27 @@ def test_work_cut_off_mid_turn_names_the_files_changed_since_the_latest_request(
     ]
     in_progress = section(summarize(msgs), "### In Progress")
     assert "- [ ] Changed since the latest request: srv/middleware.py, srv/log.py" in in_progress
+
+
+def test_a_yes_or_no_to_the_offer_a_reply_ends_with_is_a_decision() -> None:
+    msgs = [
+        user("The nightly import is slow"),
+        final("Most of the time goes to one INSERT per row. Batching 1000 rows per statement would cut it to a "
+              "few seconds. Want me to do this?"),
+        user("yes please"),
+        final("Batched the inserts; the import takes 4 seconds now. Should I also drop the unused staging table?"),
+        user("no"),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert ("**User agreed** (“yes please”) to: Batching 1000 rows per statement would cut it to a few seconds. "
+            "Want me to do this?") in decisions
+    assert "**Rejected by the user**: Should I also drop the unused staging table?" in decisions
+
+
+def test_an_either_or_question_is_not_a_yes_no_offer() -> None:
+    msgs = [
+        user("Set up the theme"),
+        final("Should I pick the colours for you, or would you rather edit the theme file yourself?"),
+        user("ok"),
+    ]
+    assert "User agreed" not in section(summarize(msgs), "## Key Decisions")

@@ -323,6 +323,34 @@ _DECISION = re.compile(
 PROPOSAL = re.compile(
     r"\b(?:propos|suggest|plan\b|approach|option|should I|shall I|want me to|I'll|I will|we could|I'd|"
     r"the fix|here's how)", re.IGNORECASE)
+# An offer that waits for a yes or a no: "Want me to ...?", "Should I ...?", "Shall we ...?".
+_OFFER = re.compile(r"\b(?:want me to|should I|shall I|shall we|should we|would you like me to|do you want me to|"
+                    r"may I|can I go ahead)\b", re.IGNORECASE)
+_BARE_NO = re.compile(r"^(?:no|nope|nah|not now|no thanks?|don'?t)\W*$", re.IGNORECASE)
+_YES = re.compile(r"^\W*(?:y|yes|yeah|yep|yup|ok|okay|sure|sounds good|go ahead|do it|please do|proceed|lgtm|"
+                  r"go for it|absolutely|definitely)\b", re.IGNORECASE)
+
+
+def closing_offer(text: str) -> str:
+    """The offer a message ends with (its last sentence, a question), else ''."""
+    said = sentences(text)
+    last = said[-1] if said else ""
+    either_or = re.search(r"\bor\b", last, re.IGNORECASE)  # "X, or would you prefer Y?" is not a yes/no
+    if not (last.endswith("?") and _OFFER.search(last)) or either_or:
+        return ""
+    if len(last.split()) < 8 and len(said) > 1:  # "Want me to do this?": what "this" is comes just before
+        return f"{said[-2]} {last}"
+    return last
+
+
+def bare_no(text: str) -> bool:
+    return bool(_BARE_NO.match(" ".join(text.split())))
+
+
+def says_yes(text: str) -> bool:
+    return bool(_YES.match(text))
+
+
 # What the assistant found out: causes, problems, explanations.
 _FINDING = re.compile(
     r"\b(?:(?:root )?cause (?:is|was)|the (?:problem|issue|bug|culprit|reason) (?:is|was)|turns out|found (?:that|the)|"

@@ -175,6 +175,12 @@ class _Pass:
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
+            offer = dl.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
+            if offer and dl.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
+                f.decisions.append(Decision(clip(offer, 300), self.seq, "rejected"))
+            elif offer and dl.says_yes(cleaned):
+                f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
+                                            self.seq, "switch"))
             return
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
