@@ -282,3 +282,20 @@ def test_an_either_or_question_is_not_a_yes_no_offer() -> None:
         user("ok"),
     ]
     assert "User agreed" not in section(summarize(msgs), "## Key Decisions")
+
+
+def test_under_a_tight_budget_the_users_rules_outlast_the_action_log() -> None:
+    rules = ["Never log customer emails or card numbers anywhere, not even at debug level in the workers.",
+             "Keep the public API of the billing client unchanged, because three other services import it.",
+             "Do not add new dependencies to the package; the standard library is enough for this work.",
+             "Always run the linter and the type checker before committing anything to the branch.",
+             "Avoid global state in the workers, since they are forked and share nothing after the fork."]
+    msgs = [user("Harden the billing client. " + " ".join(rules))]
+    for i in range(20):
+        msgs += [assistant(call(f"e{i}", "edit", path=f"billing/mod{i}.py", oldText="x = 1\n",
+                                newText=f"def guard_{i}():\n    # checks input {i} before the request is sent\n    ...\n")),
+                 result(f"e{i}", "edit", "ok")]
+    out = extract_summary(make_request(messages=msgs, max_tokens=500))
+    kept = section(out, "## Constraints & Preferences")
+    assert all(r in kept for r in rules)
+    assert section(out, "### Done") != "(none)"  # the action log gives way, but is not emptied
