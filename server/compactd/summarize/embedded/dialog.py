@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .layout import listed_rules
 from .text import LIST_MARK, MAX_ITEM, clip, sentences, unfenced_lines
 
 # Acknowledgements: a whole message that only agrees, thanks or says "go on".
@@ -121,31 +122,6 @@ def clean_user_text(text: str) -> tuple[str, list[str]]:
     return "\n".join(kept).strip(), errors
 
 
-_HEADING = re.compile(r"^\s{0,3}#{1,6}\s+(.*?)\s*#*\s*$")
-# The heading prompt templates put over what is asked (as opposed to context pasted above it).
-_TASK_HEADING = re.compile(r"\b(?:task|instructions?|goal|objective|request|what to do)\b", re.IGNORECASE)
-
-
-def task_section(text: str) -> str | None:
-    """In a message organised under Markdown headings, the body of the section that states the task."""
-    body: list[str] | None = None
-    for line in text.splitlines():
-        h = _HEADING.match(line)
-        if h:
-            if body:
-                break
-            body = [] if _TASK_HEADING.search(h.group(1)) else None
-        elif body is not None:
-            body.append(line)
-    joined = "\n".join(body or []).strip()
-    return joined or None
-
-
-def without_headings(text: str) -> str:
-    """Markdown heading lines dropped: they organise a message, they are not sentences of it."""
-    return "\n".join(ln for ln in text.splitlines() if not _HEADING.match(ln))
-
-
 def _clauses(sentence: str) -> list[str]:
     return [c.strip() for c in re.split(r"[;:]\s+|,\s+(?:and\s+|then\s+)?", sentence) if c.strip()]
 
@@ -255,25 +231,6 @@ def task_rules(text: str) -> list[str]:
                                                                          for lead, its in listed]
 
 
-def listed_rules(text: str) -> list[tuple[str, list[str]]]:
-    """Instructions given as a lead-in and a list ("Leave these files alone:", "When you review, check:")
-    followed by list items — (the lead-in, its items), in the user's words."""
-    out: list[tuple[str, list[str]]] = []
-    lead, items = "", []
-    for line in [*unfenced_lines(text), ""]:
-        if lead and LIST_MARK.match(line):
-            items.append(LIST_MARK.sub("", line).strip())
-            continue
-        if lead and not items and not line:
-            continue  # a blank line between the lead-in and its list
-        if lead and items:
-            out.append((lead, items))
-        lead, items = "", []
-        if line.endswith(":") and len(line.split()) >= 3 and not LIST_MARK.match(line):
-            lead = line  # a lead-in of the user's, with a list after it: what they ask, item by item
-    return out
-
-
 def forbidden_verbs(constraint: str) -> set[str]:
     """Stems of the actions a rule forbids ("stop committing", "don't push") — next steps must not
     propose them."""
@@ -323,34 +280,6 @@ _DECISION = re.compile(
 PROPOSAL = re.compile(
     r"\b(?:propos|suggest|plan\b|approach|option|should I|shall I|want me to|I'll|I will|we could|I'd|"
     r"the fix|here's how)", re.IGNORECASE)
-# An offer that waits for a yes or a no: "Want me to ...?", "Should I ...?", "Shall we ...?".
-_OFFER = re.compile(r"\b(?:want me to|should I|shall I|shall we|should we|would you like me to|do you want me to|"
-                    r"may I|can I go ahead)\b", re.IGNORECASE)
-_BARE_NO = re.compile(r"^(?:no|nope|nah|not now|no thanks?|don'?t)\W*$", re.IGNORECASE)
-_YES = re.compile(r"^\W*(?:y|yes|yeah|yep|yup|ok|okay|sure|sounds good|go ahead|do it|please do|proceed|lgtm|"
-                  r"go for it|absolutely|definitely)\b", re.IGNORECASE)
-
-
-def closing_offer(text: str) -> str:
-    """The offer a message ends with (its last sentence, a question), else ''."""
-    said = sentences(text)
-    last = said[-1] if said else ""
-    either_or = re.search(r"\bor\b", last, re.IGNORECASE)  # "X, or would you prefer Y?" is not a yes/no
-    if not (last.endswith("?") and _OFFER.search(last)) or either_or:
-        return ""
-    if len(last.split()) < 8 and len(said) > 1:  # "Want me to do this?": what "this" is comes just before
-        return f"{said[-2]} {last}"
-    return last
-
-
-def bare_no(text: str) -> bool:
-    return bool(_BARE_NO.match(" ".join(text.split())))
-
-
-def says_yes(text: str) -> bool:
-    return bool(_YES.match(text))
-
-
 # What the assistant found out: causes, problems, explanations.
 _FINDING = re.compile(
     r"\b(?:(?:root )?cause (?:is|was)|the (?:problem|issue|bug|culprit|reason) (?:is|was)|turns out|found (?:that|the)|"
@@ -521,21 +450,6 @@ _ANSWER = re.compile(r'"([^"\n]{3,400}?)"\s*=\s*"([^"\n]{1,400}?)"')
 def answers(result: str) -> list[tuple[str, str]]:
     """(question, answer) pairs of a result that reports the user's answers as "question"="answer"."""
     return _ANSWER.findall(result)
-
-
-def questions_in(text: str) -> dict[str, list[str]]:
-    """The questions a text asks (lines ending in '?', emphasis removed), each with the options listed
-    under it ('label (what it means)')."""
-    out: dict[str, list[str]] = {}
-    current: list[str] | None = None
-    for raw in unfenced_lines(text):
-        line = re.sub(r"[*_]{2}", "", raw).strip()
-        if line.endswith("?") and not LIST_MARK.match(raw):
-            current = out.setdefault(re.split(r"(?<=[.!:])\s+", line)[-1], [])
-        elif current is not None and LIST_MARK.match(raw):
-            label, _, what = LIST_MARK.sub("", line).partition(" - ")
-            current.append(label.strip() + (f" ({clip(what.strip(), 80)})" if what.strip() else ""))
-    return out
 
 
 def plan_text(plan: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import dialog as dl
+from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
 from .markup import declined, read_user, strip_injected
@@ -175,10 +176,10 @@ class _Pass:
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
-            offer = dl.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
-            if offer and dl.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
+            offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
+            if offer and replies.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
                 f.decisions.append(Decision(clip(offer, 300), self.seq, "rejected"))
-            elif offer and dl.says_yes(cleaned):
+            elif offer and replies.says_yes(cleaned):
                 f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
                                             self.seq, "switch"))
             return
@@ -191,7 +192,7 @@ class _Pass:
         f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":  # in a prompt laid out under headings, the section that states the task
-            f.tasks.append((self.seq, dl.without_headings(dl.task_section(cleaned) or cleaned)))
+            f.tasks.append((self.seq, layout.without_headings(layout.task_section(cleaned) or cleaned)))
             self.rules(dl.task_rules(cleaned))
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
@@ -219,7 +220,7 @@ class _Pass:
         rules hold for the work."""
         f = self.f
         cleaned = dl.unwrapped(dl.clean_user_text(instructions)[0])
-        about = " ".join(sentences(dl.without_headings(cleaned))[:2])
+        about = " ".join(sentences(layout.without_headings(cleaned))[:2])
         if not f.tasks and about:
             f.tasks.append((self.seq, f"Run the `{name}` skill: {clip(about, 300)}"))
         self.rules(dl.task_rules(cleaned))
@@ -411,7 +412,7 @@ class _Pass:
                 options[str(q.get("question", ""))] = [lb for lb in labels if lb]
         pairs = dl.answers(text)
         if not pairs:  # the answer as plain text: put to the questions the call asked
-            options = options or dl.questions_in("\n".join(str(v) for v in call.args.values()))
+            options = options or replies.questions_in("\n".join(str(v) for v in call.args.values()))
             answer = re.sub(r"^\W*(?:the )?(?:user(?:'s)? )?answer(?:ed|s)?\W*", "", re.sub(r"[*_]{2}", "", text.strip()), flags=re.I)
             if answer and options:
                 joined = "; ".join(options)
