@@ -276,8 +276,13 @@ def details(report: Report, contender: str = "embedded") -> str:
         if r.region.split == HELDOUT:
             lines.append(f"{r.region.name} (held out): {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
             continue
-        lines.append(f"{r.region.name} (dev): {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms")
+        lines.append(f"{r.region.name} (dev): {r.score.passed}/{r.score.total} in {r.seconds * 1000:.0f} ms, "
+                     f"{len(r.text):,} chars")
         for f in r.score.failures():
             why = f"forbidden: {f.forbidden!r}" if f.forbidden else "not answered"
             lines.append(f"  - {f.probe.id} [{f.probe.category}] {f.probe.question} — {why}")
+    sizes = sorted(len(r.text) for r in report.results if r.contender == contender and r.region.split == DEV)
+    if sizes:  # how long the summaries are (a model-written one of a long region is 3-5k characters)
+        lines.append(f"{contender} summary size on development regions: median {sizes[len(sizes) // 2]:,} chars, "
+                     f"max {sizes[-1]:,}; over 5,000 chars: {sum(n > 5000 for n in sizes)} of {len(sizes)}")
     return "\n".join(lines)

@@ -123,10 +123,13 @@ def test_user_messages_are_listed_condensed_in_their_own_words() -> None:
     ]
     out = summarize(msgs)
     said = section(out, "## User Messages").splitlines()
-    assert said[0] == "- Make the export job idempotent"
-    assert len(said) == 2  # the acknowledgement is not a message worth keeping
-    assert "Keep the column order exactly as it is, because the macros break otherwise." in said[1]
-    assert "Traceback" not in said[1] and len(said[1]) <= 330
+    # the first message is quoted whole under Goal, the rule under Constraints: neither is repeated here
+    assert "- Make the export job idempotent" in section(out, "## Goal")
+    rule = "Keep the column order exactly as it is, because the macros break otherwise."
+    assert rule in section(out, "## Constraints & Preferences")
+    assert len(said) == 1  # the acknowledgement is not a message worth keeping
+    assert said[0].startswith("- Next, the export job.") and rule not in said[0]
+    assert "Traceback" not in said[0] and len(said[0]) <= 330
     assert condense("Use UTC.") == "Use UTC."
 
 
@@ -182,8 +185,9 @@ def test_a_tight_budget_trims_every_content_section_rather_than_emptying_one() -
         msgs += [user(f"Also make sure part {i} never drops unknown keys, because plugin authors rely on them")]
     out = extract_summary(make_request(messages=msgs, max_tokens=1200))
     assert section(out, "### Done") != "(none)"
-    assert section(out, "## User Messages").splitlines()[0] == \
-        "- Migrate the settings loader to TOML and keep the old JSON files readable"  # the first message stays
+    # the first message stays (under Goal, which User Messages does not repeat)
+    assert "Migrate the settings loader to TOML and keep the old JSON files readable" in section(out, "## Goal")
+    assert section(out, "## User Messages").startswith("- ")
     assert section(out, "## Constraints & Preferences") != "(none)"
 
 
@@ -216,7 +220,7 @@ def test_greetings_and_thanks_are_not_the_goal() -> None:
     msgs = [user("Good afternoon! Thanks so much for the help yesterday. Could you add retries to the uploader?")]
     out = summarize(msgs)
     assert section(out, "## Goal") == "Could you add retries to the uploader?"
-    assert section(out, "## User Messages") == "- Could you add retries to the uploader?"
+    assert section(out, "## User Messages") == "- (all quoted above, under Goal and Constraints)"  # greeting dropped
 
 
 def test_the_assistants_causal_explanations_are_findings() -> None:
@@ -268,7 +272,7 @@ def test_hard_wrapped_messages_are_read_as_paragraphs_and_rules_outrank_chatter(
                "send it. Tell me what you find.")
     out = extract_summary(make_request(messages=[user(wrapped)]))
     said = section(out, "## User Messages")
-    assert "It must stay compatible with the v1 file format, because partners still send it." in said
+    assert "Tell me what you find." in said  # the rule is not repeated here: Constraints quotes it
     constraints = section(out, "## Constraints & Preferences")
     assert constraints == "- It must stay compatible with the v1 file format, because partners still send it."
     long = ("Some background first, the service was written years ago by a team that has since moved on. "

@@ -1,6 +1,6 @@
 """The embedded (offline, extractive) summarizer as a pipeline:
 
-1. extract (facts.py, with dialog.py, edits.py, tools.py, outcomes.py): one pass over the messages
+1. extract (facts.py, with dialog.py, layout.py, replies.py, edits.py, tools.py, outcomes.py): one pass over the messages
    collects what the user asked and ruled, what the assistant said, what every tool call did;
 2. resolve (resolve.py): later evidence overrides earlier — errors fixed later, rejections of things
    carried out anyway; previous summaries are parsed (previous.py) to be carried forward;

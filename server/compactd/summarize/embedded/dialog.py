@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from .layout import listed_rules
 from .text import LIST_MARK, MAX_ITEM, clip, sentences, unfenced_lines
 
 # Acknowledgements: a whole message that only agrees, thanks or says "go on".
@@ -53,8 +54,8 @@ _REQUEST_QUESTION = re.compile(
 # apostrophe: chat users often type "dont").
 CONSTRAINT_RE = re.compile(
     r"\b(?:must|mustn'?t|should(?:n'?t)? (?:not |never |always |only |stay|keep|be)|don'?t|do not|never|always|"
-    r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want|no more than|at most|"
-    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|"
+    r"prefer|preferably|avoid|make sure|ensure|only use|i(?: would|'d)? (?:only )?want(?! you to)|no more than|at most|"
+    r"at least|no new|required|backwards? compatible|stop \w+ing|(?:has|have) to|only (?:after|once|when|if)|not until|"
     r"(?:can ?not|cannot|can'?t|must not|mustn'?t|should not|shouldn'?t) (?:be )?(?:chang|break|brok|touch|modif)\w*)\b"
     r"|^(?:keep|no|never|always|only|don'?t|do not|avoid|stick to)\b",
     re.IGNORECASE,
@@ -78,7 +79,7 @@ _TASK_STATEMENT = re.compile(r"\b(?:i'?d like (?:you )?to|i would like (?:you )?
                              re.IGNORECASE)
 _RULE_START = re.compile(
     r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
-    r"ensure)\b", re.IGNORECASE)
+    r"ensure|be (?:\w+ly )?(?!done|finished|back|able|there|here)\w+)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
@@ -86,15 +87,26 @@ REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|other
                     r"it'd|we need|it needs)\s+", re.IGNORECASE)
 
 
+# A unified diff pasted into a message: its header starts it; hunk lines (+, -, space, @@) continue it.
+_DIFF_START = re.compile(r"(?:^|\s)(?:diff --git \S|--- a/\S|\+\+\+ b/\S)|^@@ -\d")
+_DIFF_LINE = re.compile(r"^(?:[+\- \t\\]|@@ |index [0-9a-f]|diff --git |(?:new|deleted) file mode|similarity index|rename (?:from|to) )")
+# `key:<TAB>value` lines: a tool's status output pasted in.
+_TAB_DUMP = re.compile(r"^[^\t]*:\t")
+
+
 def clean_user_text(text: str) -> tuple[str, list[str]]:
     """(text without pasted material, error lines quoted in it)."""
     errors: list[str] = []
     lines = text.splitlines()
     kept: list[str] = []
-    in_fence = False
+    in_fence = in_diff = False
     i = 0
     while i < len(lines):
         stripped = lines[i].strip()
+        in_diff = (in_diff and bool(_DIFF_LINE.match(lines[i]))) or (not in_fence and bool(_DIFF_START.search(lines[i])))
+        if in_diff or (not in_fence and _TAB_DUMP.match(lines[i])):
+            i += 1
+            continue
         if stripped.startswith("```"):
             in_fence = not in_fence
         elif not in_fence and _QUOTED_ERROR.search(stripped):
@@ -176,6 +188,10 @@ def classify_user(text: str) -> str:
 # First-person statements of what the user sees, knows or thinks: "I don't see", "I don't recall".
 _PERCEIVING = re.compile(r"^(?:\W*\w+\W+){0,3}?i (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|"
                          r"remember|know|think|get|feel|believe|mind|care)\b", re.IGNORECASE)
+# The same anywhere in a sentence, and worries: what the user perceives or fears is not a rule of theirs.
+_PERCEPTION = re.compile(r"\bi (?:also |just |really )?(?:don'?t|do not|didn'?t) (?:see|understand|recall|remember|know|think|"
+                         r"get|feel|believe|mind|care)\b[^,;.]*|\bi(?:'m| am) (?:\w+ )?(?:worried|afraid|concerned|not sure|"
+                         r"wondering)\b.*", re.IGNORECASE)
 
 
 def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
@@ -188,9 +204,31 @@ def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
-        if CONSTRAINT_RE.search(s) or any(_RULE_START.match(c) for c in _clauses(s)):
+        rest = _PERCEPTION.sub("", s)  # a rule word inside "I don't think ..." rules nothing
+        if CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)):
             out.append(s)
     return out
+
+
+def correction_rules(text: str) -> list[str]:
+    """The rules a correction gives: its opening sentence when, past the negation, it says what to do
+    instead ("no, use the queue instead"), and the rule sentences after it."""
+    found = constraint_sentences(text, skip_first=True)
+    first = next(iter(sentences(text)), "")
+    rest = re.sub(r"^(?:no|nope|nah|wait|actually|hold on|stop|not like that)\W+", "", first, flags=re.I)
+    if rest != first and len(rest.split()) >= 3 and len(first) <= 240 and not first.endswith("?") and (
+            _IMPERATIVE.match(rest) or re.search(r"\b(?:instead|rather)\b", rest, re.I)):
+        found.insert(0, first)
+    return found
+
+
+def task_rules(text: str) -> list[str]:
+    """The rules a task message states: its rule sentences, and its instructions given as lists (whose
+    items are not repeated one by one)."""
+    listed = listed_rules(text)
+    items = {i for _, its in listed for i in its}
+    return [s for s in constraint_sentences(text) if s not in items] + [clip(f"{lead} {'; '.join(its)}", 300)
+                                                                         for lead, its in listed]
 
 
 def forbidden_verbs(constraint: str) -> set[str]:
@@ -272,9 +310,58 @@ def prose_sentences(text: str) -> list[str]:
     return [LIST_MARK.sub("", s).strip() for s in sentences(text)]
 
 
+# A comparison alone ("X rather than Y") describes; it is a choice when someone makes it: a first-person
+# speaker, or an instruction.
+_COMPARISON_ONLY = re.compile(r"\b(?:instead of|rather than|makes more sense|(?:it's |is )?better to|trade-?off)\b", re.I)
+_AGENT = re.compile(r"\b(?:I|I'm|I'll|I've|I'd|we|we'll|we're|we've|let's|our|my)\b|^(?:use|keep|switch|go|pick|prefer)\b",
+                    re.IGNORECASE)
+
+
 def decision_sentences(text: str) -> list[str]:
-    return [s for s in prose_sentences(text)
-            if _DECISION.search(s) and not NARRATION.match(s) and not s.endswith((":", "?")) and len(s) >= 25]
+    out = []
+    for s in prose_sentences(text):
+        m = _DECISION.search(s)
+        if not m or NARRATION.match(s) or s.endswith((":", "?")) or len(s) < 25:
+            continue
+        only_compares = all(_COMPARISON_ONLY.fullmatch(x.group(0)) for x in _DECISION.finditer(s))
+        if only_compares and not _AGENT.search(s):
+            continue  # a description of how things are, not a choice
+        out.append(s + _not_chosen(text, s))
+    return out
+
+
+# A choice announced after a list of options: "I'm going with the second", "I'll use X".
+_CHOOSES = re.compile(r"\b(?:going with|go with|I'll use|we'll use|I'll take|chose|choose|choosing|opt(?:ed|ing)? for|"
+                      r"picking|settled on|decided)\b", re.IGNORECASE)
+
+
+def _not_chosen(text: str, sentence: str) -> str:
+    """When the message lists options (list items after a lead-in ending in ':') and the sentence picks
+    one of them, the options not taken with what the message says against them."""
+    if not _CHOOSES.search(sentence):
+        return ""
+    options: list[str] = []
+    before = ""  # the last line of prose before the list
+    for ln in unfenced_lines(text):
+        if LIST_MARK.match(ln) and (options or before.endswith(":")):
+            options.append(LIST_MARK.sub("", ln).strip())
+        elif options and ln:
+            break
+        elif ln:
+            before = ln
+    if len(options) < 2:
+        return ""
+
+    def words(t: str) -> set[str]:
+        return {w.lower() for w in re.findall(r"[A-Za-z_]{4,}", t)}
+
+    said = words(sentence)
+    overlap = [len(words(o) & said) for o in options]
+    best = max(overlap)
+    if not best or overlap.count(best) > 1:
+        return ""
+    others = [clip(o, 200) for o, n in zip(options, overlap, strict=True) if n < best]
+    return " (not chosen: " + "; ".join(others[:3]) + ")"
 
 
 def finding_sentences(text: str) -> list[str]:

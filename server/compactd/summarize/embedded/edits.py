@@ -47,12 +47,18 @@ class Change:
     says: str = ""  # one line of what the new text says
     about: str = ""  # for a write: its heading or docstring
     exports: list[str] = field(default_factory=list)
+    outline: list[str] = field(default_factory=list)  # for a written document: its section headings
+    lead: str = ""  # for a written document: its first line of prose
 
     def line(self, show: Callable[[str], str] = str) -> str:
         head = f"{self.verb} {show(self.path)}" + (f" (×{self.count})" if self.count > 1 else "")
         parts = []
         if self.about:
             parts.append(f"“{self.about}”")
+        if self.lead:
+            parts.append(f"says “{self.lead}”")
+        if self.outline:
+            parts.append("sections " + ", ".join(self.outline[:8]))
         if self.exports:
             parts.append("defines " + ", ".join(self.exports[:8]))
         if self.added:
@@ -144,6 +150,43 @@ def describe_write(change: Change, content: str) -> None:
     tests = [n for n in names if re.match(r"(?:test_?|Test)\w", n)]
     rest = [n for n in names if n not in tests]
     change.exports = rest[:6] + ([f"{len(tests)} tests"] if tests else []) or change.exports
+    if change.path.lower().endswith(_DOC_EXT):  # a document: its outline and what it opens by saying
+        change.outline, change.lead = _outline(content), _lead(content)
+
+
+_LEVELED = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$", re.MULTILINE)
+
+
+def _outline(content: str) -> list[str]:
+    """A document's top sections: the distinct headings of the shallowest level below its title."""
+    heads = [(len(m.group(1)), m.group(2).strip("*` ")) for m in _LEVELED.finditer(content)]
+    if heads and heads[0][0] == min(level for level, _ in heads) and sum(lv == heads[0][0] for lv, _ in heads) == 1:
+        heads = heads[1:]  # the title
+    if not heads:
+        return []
+    top = min(level for level, _ in heads)
+    return list(dict.fromkeys(f"“{clip(h, 60)}”" for level, h in heads if level == top))
+
+
+def _lead(content: str) -> str:
+    """A document's first sentence of prose (six words or more; not a heading, a table, code or a date line)."""
+    for line in unfenced(content):
+        plain = re.sub(r"[*_`]", "", re.sub(r"^[-*>\d.)\s]+", "", line)).strip()
+        if line.startswith(("#", "|")) or len(plain.split()) < 6:
+            continue
+        return clip(plain, 200)
+    return ""
+
+
+def unfenced(content: str) -> list[str]:
+    out, fenced = [], False
+    for line in content.splitlines():
+        s = line.strip()
+        if s.startswith("```"):
+            fenced = not fenced
+        elif not fenced and s:
+            out.append(s)
+    return out
 
 
 def _title(content: str, path: str) -> str:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import dialog as dl
+from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
 from .markup import declined, read_user, strip_injected
@@ -67,6 +68,7 @@ class Facts:
     last_calls: str = ""  # the tool calls of the last assistant message
     last_request: str = ""  # the user's latest message (condensed), whatever kind it is
     recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
+    touched: list[str] = field(default_factory=list)  # files changed since the user's latest request
     last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
@@ -141,6 +143,12 @@ class _Pass:
             self.user_command(*turn.shell)
             return
         text = turn.text
+        if turn.skill:  # a skill's instructions: rules the agent works under, not the user's words
+            self.skill_loaded(turn.skill, text)
+            return
+        if turn.command and text and len(text.split()) <= 3:  # `/name args`: the request is the command itself
+            self.command_invoked(f"{turn.command} {text}")
+            return
         if not text:  # an interruption, or a slash command without arguments: no words of the user
             return
         if f.first_user_raw is None and text.strip():
@@ -160,7 +168,7 @@ class _Pass:
             f.said.append((self.seq, f"{clip(cleaned, 80)} (chose: {picked})", 2))
         condensed = ""
         if not dl.is_ack(cleaned) and not picked:
-            condensed = dl.condense(cleaned, 600 if not f.said else 240)  # the opening request is the fullest
+            condensed = dl.condense(cleaned, 600 if not f.tasks else 240)  # the opening task is the fullest
             if condensed:  # how long it stays under a tight budget: rules and corrections longest
                 weight = 2 if kind in ("correction", "direction", "rule") or dl.CONSTRAINT_RE.search(condensed) else (
                     1 if kind == "task" else 0)
@@ -168,31 +176,55 @@ class _Pass:
         if kind == "ack":
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
+            offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
+            if offer and replies.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
+                f.decisions.append(Decision(clip(offer, 300), self.seq, "rejected"))
+            elif offer and replies.says_yes(cleaned):
+                f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
+                                            self.seq, "switch"))
             return
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
                 x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
-        f.recent_steps = []
+        f.recent_steps, f.touched = [], []
         f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
-        if kind == "task":
-            f.tasks.append((self.seq, cleaned))
-            self.rules(dl.constraint_sentences(cleaned))
+        if kind == "task":  # in a prompt laid out under headings, the section that states the task
+            f.tasks.append((self.seq, layout.without_headings(layout.task_section(cleaned) or cleaned)))
+            self.rules(dl.task_rules(cleaned))
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
-            self.rules(dl.constraint_sentences(cleaned, skip_first=True))
+            self.rules(dl.correction_rules(cleaned))
             self.reject(cleaned, after_proposal)
             self.awaiting_adoption = True
-        elif kind == "rule":
-            self.rules(dl.constraint_sentences(cleaned) or [clip(cleaned, 300)])
+        elif kind == "rule":  # a short message is a rule as a whole; a long one by its rule sentences
+            self.rules(dl.constraint_sentences(cleaned) or ([cleaned] if len(cleaned.split()) <= 30 else []))
         elif kind == "direction":
             self.rules(dl.constraint_sentences(cleaned))
             f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
         # questions and requests to look at something: asked in passing, neither work nor rules; what the
         # next read-only command shows answers them
         self.tools.asked = kind == "look"
+
+    def command_invoked(self, invocation: str) -> None:
+        """A slash command with short arguments: a request of its own, whatever it says."""
+        f = self.f
+        f.said.append((self.seq, f"`{invocation}`", 1))
+        f.last_request, f.last_user_seq, f.recent_steps, f.final_text = f"`{invocation}`", self.seq, [], ""
+        self.last_said = ""
+
+    def skill_loaded(self, name: str, instructions: str) -> None:
+        """A skill the user invoked: what it is for (its opening) is the task when nothing else is; its
+        rules hold for the work."""
+        f = self.f
+        cleaned = dl.unwrapped(dl.clean_user_text(instructions)[0])
+        about = " ".join(sentences(layout.without_headings(cleaned))[:2])
+        if not f.tasks and about:
+            f.tasks.append((self.seq, f"Run the `{name}` skill: {clip(about, 300)}"))
+        self.rules(dl.task_rules(cleaned))
+        f.said.append((self.seq, f"(the `{name}` skill's instructions were loaded)", 0))
 
     def rules(self, found: list[str]) -> None:
         self.f.constraints.extend(found)
@@ -378,7 +410,15 @@ class _Pass:
                 labels = [str(o.get("label", "")) + (f" ({clip(str(o['description']), 80)})" if o.get("description") else "")
                           for o in q.get("options") or [] if isinstance(o, dict)]
                 options[str(q.get("question", ""))] = [lb for lb in labels if lb]
-        for question, answer in dl.answers(text):
+        pairs = dl.answers(text)
+        if not pairs:  # the answer as plain text: put to the questions the call asked
+            options = options or replies.questions_in("\n".join(str(v) for v in call.args.values()))
+            answer = re.sub(r"^\W*(?:the )?(?:user(?:'s)? )?answer(?:ed|s)?\W*", "", re.sub(r"[*_]{2}", "", text.strip()), flags=re.I)
+            if answer and options:
+                joined = "; ".join(options)
+                options = {joined: [o for opts in options.values() for o in opts]}
+                pairs = [(joined, answer)]
+        for question, answer in pairs:
             others = [o for o in options.get(question, []) if not o.startswith(answer) and o.split(" (")[0] not in answer]
             line = f"**User chose** “{clip(answer, 200)}” for: {clip(question, 160)}"
             if others:
@@ -397,16 +437,19 @@ class _Pass:
         f = self.f
         path = call.path
         assert path is not None
-        verb = "Wrote" if call.name in ("write", "create") else "Edited"
+        created = _created_by_patch(call.args)  # a patch that adds every line writes a new file
+        verb = "Wrote" if call.name in ("write", "create") or created is not None else "Edited"
         change = f.changes.get(path)
         if change is None or (verb == "Wrote" and change.verb == "Edited" and change.count == 0):
             change = f.changes[path] = Change(path, verb)
             f.done.append((self.seq, "edit", path))
         if verb == "Wrote":
-            describe_write(change, str(call.args.get("content", "")))
+            describe_write(change, created if created is not None else str(call.args.get("content", "")))
         else:
             for old, new in _replacements(call.args):
                 describe_edit(change, old, new)
+        if path not in f.touched:
+            f.touched.append(path)
         if path not in f.modified:
             f.modified.append(path)
         if path not in f.uncommitted:
@@ -437,8 +480,41 @@ def after_proposal_reply(p: _Pass, reply: str) -> bool:
     return p.prev_role == "assistant" and bool(dl.PROPOSAL.search(p.last_assistant_text)) and dl.refuses(reply)
 
 
+def _patch_sides(patch: str) -> list[tuple[str, str]]:
+    """(old, new) text of each hunk of a patch given as +/-/space lines (a unified diff's hunks, or the
+    body of an apply_patch call)."""
+    hunks: list[tuple[list[str], list[str]]] = [([], [])]
+    for line in patch.splitlines():
+        if line.startswith("@@"):
+            hunks.append(([], []))
+        elif line.startswith(("+++", "---", "***", "diff ", "index ")):
+            continue
+        elif line.startswith("+"):
+            hunks[-1][1].append(line[1:])
+        elif line.startswith("-"):
+            hunks[-1][0].append(line[1:])
+        else:
+            body = line[1:] if line.startswith(" ") else line
+            hunks[-1][0].append(body)
+            hunks[-1][1].append(body)
+    return [("\n".join(o), "\n".join(n)) for o, n in hunks if o or n]
+
+
+def _created_by_patch(args: dict[str, Any]) -> str | None:
+    """The content of a file a patch creates whole (every line added), else None."""
+    patch = args.get("patch") if isinstance(args.get("patch"), str) else None
+    if not patch:
+        return None
+    sides = _patch_sides(patch)
+    if len(sides) == 1 and not sides[0][0].strip():
+        return sides[0][1]
+    return None
+
+
 def _replacements(args: dict[str, Any]) -> list[tuple[str, str]]:
     """(old, new) pairs of an edit call, whichever argument names the tool uses."""
+    if isinstance(args.get("patch"), str) and not any(k in args for k in ("oldText", "old_string", "old_str", "edits")):
+        return _patch_sides(args["patch"])
     edits = args.get("edits")
     if isinstance(edits, list):
         return [(str(e.get("oldText", e.get("old_string", ""))), str(e.get("newText", e.get("new_string", ""))))

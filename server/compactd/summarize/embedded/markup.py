@@ -37,6 +37,7 @@ class UserTurn:
     interrupted: bool = False  # the message (also) says the user stopped the agent
     command: str = ""  # a slash command the user ran ("/review"), its arguments are in `text`
     shell: tuple[str, str] | None = None  # the user's own shell command and its output
+    skill: str = ""  # the message is a skill's instructions the harness loaded (the skill's folder)
 
 
 def strip_injected(text: str) -> str:
@@ -44,9 +45,16 @@ def strip_injected(text: str) -> str:
     return _INJECTED.sub("", text) if "<" in text else text
 
 
+# Claude Code loads a skill's instructions as a message of their own, headed by the skill's folder.
+_SKILL = re.compile(r"\ABase directory for this skill:\s*(\S+)\s*")
+
+
 def read_user(text: str) -> UserTurn:
     """A user message as the user meant it."""
     text = strip_injected(text)
+    skill = _SKILL.match(text)
+    if skill:
+        return UserTurn(text[skill.end():].strip(), skill=skill.group(1).rstrip("/").rsplit("/", 1)[-1])
     if "<" in text:
         text = _LOCAL_OUTPUT.sub("", text)
         bash = _BASH_INPUT.search(text)

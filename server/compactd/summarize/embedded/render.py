@@ -89,7 +89,7 @@ def render(kind: SummaryKind, lines: list[Line]) -> str:
 # When the budget is tight, content sections give up lines in proportion to their size over their
 # weight, so that no section is emptied while another keeps everything; the user's messages and the
 # goals keep their first item (the task as first stated) and give up the middle.
-SHARE = {DONE: 3.0, EARLY: 3.0, USER: 3.0, DECISIONS: 2.0, SUFFIX: 2.0, CRITICAL: 1.5, CONSTRAINTS: 1.0,
+SHARE = {DONE: 3.0, EARLY: 3.0, USER: 3.0, DECISIONS: 2.0, SUFFIX: 2.0, CRITICAL: 1.5, CONSTRAINTS: 2.0,
          IN_PROGRESS: 1.0, GOAL: 1.0}
 _KEEP_FIRST = (USER, GOAL)
 _SHARED_FROM = 2  # lines of priority 2 and above are trimmed by share; below that, dropped first

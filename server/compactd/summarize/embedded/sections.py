@@ -21,7 +21,7 @@ import re
 
 from ..base import SummaryKind
 from .commands import command_family, is_typed_error, program
-from .dialog import CONSTRAINT_RE, polite, stem
+from .dialog import CONSTRAINT_RE, polite, recap_items, stem
 from .facts import Facts
 from .outcomes import listing
 from .resolve import Failure
@@ -86,7 +86,12 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     said = _user_messages(f, prev)
     # Under a tight budget, rules and corrections stay longest, then tasks; a previous summary's first.
     weights = {norm(t): w for _, t, w in f.said}
-    out.add(USER, said, ranks=[weights.get(norm(t), 2) for t in said])
+    ranks = [weights.get(norm(t), 2) for t in said]
+    covered = " ".join(norm(ln.text) for ln in out.items if ln.section in (GOAL, CONSTRAINTS))
+    said = [_uncovered(t, covered) for t in said]  # what Goal and Constraints quote is not repeated
+    if said and not any(said):
+        said, ranks = ["(all quoted above, under Goal and Constraints)"], [2]
+    out.add(USER, [t for t in said if t], ranks=[r for t, r in zip(said, ranks, strict=True) if t])
     if f.root:  # paths under the project root are shown relative to it, in commands too
         prefix = f.root.rstrip("/") + "/"
         for ln in out.items:
@@ -101,6 +106,17 @@ def _user_messages(f: Facts, prev: Previous) -> list[str]:
     said = dedupe([*prev.get(USER, []), *(t for _, t, _ in f.said)])
     cap = _CAPS[USER]
     return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
+
+
+def _uncovered(message: str, covered: str) -> str:
+    """A user message without the sentences Goal or Constraints already quote ('' when nothing is left
+    but its elisions)."""
+    parts = [p for p in re.split(r"(?<=[.!?…])\s+", message) if p]
+    kept = [p for p in parts if len(norm(p)) < 24 or norm(p) not in covered]
+    if len(kept) == len(parts):
+        return message
+    text = re.sub(r"(?:\s*…\s*){2,}", " … ", " ".join(kept)).strip()
+    return text if re.search(r"\w{2,}", text.replace("…", "")) else ""
 
 
 def _open_work(f: Facts) -> bool:
@@ -193,8 +209,8 @@ def _in_progress(f: Facts) -> list[str]:
     items: list[str] = []
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
-    if open_work and last_task:
-        items.append("Working on: " + goal_text(last_task, 160))  # whole under Next Steps
+    if open_work and last_task and len(f.tasks) > 1:  # the only task is the Goal, whole under Next Steps
+        items.append("Working on: " + goal_text(last_task, 160))
     if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
                                          and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
         items.append("Latest request: " + f.last_request)
@@ -202,6 +218,8 @@ def _in_progress(f: Facts) -> list[str]:
         items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
     elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
+    if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
+        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
         items.append("Steps set out for it: " + clip("; ".join(f.working_plan), 400))
     last = f.corrections[-1] if f.corrections else None
@@ -267,9 +285,27 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
-    if not steps and f.final_text and f.tasks and not prev.get(NEXT):
+    status = _last_request_status(f, waiting=not steps)
+    if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
-    return capped(NEXT, steps) if steps else capped(NEXT, prev.get(NEXT, []))
+    return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
+
+
+def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
+    """Where the user's latest request stands when the conversation stops after a reply: waiting on a
+    question the assistant put to the user, or answered (with the reply's headline)."""
+    if not f.final_text or _open_work(f) or not f.last_request:
+        return []
+    asked = f"the user's last request (“{clip(f.last_request, 160)}”)"
+    said = sentences(f.final_text)
+    question = said[-1] if said and said[-1].endswith("?") and not offered_steps(said[-1]) else ""
+    if question:
+        return [f"Wait for the user's answer to “{clip(question, 200)}” (the last reply, to {asked})"]
+    if not waiting:
+        return []  # the steps that follow say what is left of it
+    gist = next(iter(recap_items(f.final_text, 1)), "")
+    return [f"Nothing pending: {asked} was answered" + (f" — {clip(gist, 160)}" if gist else "")
+            + "; wait for the user's next one"]
 
 
 def _forbidden(step: str, verbs: set[str]) -> bool:

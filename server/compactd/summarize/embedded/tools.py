@@ -32,6 +32,17 @@ def _ends_in_search(call: Call) -> bool:
     return bool(segs) and segs[-1].split()[0] in ("grep", "rg", "ag", "find", "test", "[")
 
 
+# git's report of a new commit: `[branch abc1234] subject`.
+_COMMIT_LINE = re.compile(r"^\[[\w./-]+(?: \(root-commit\))? [0-9a-f]{7,}\] (.+)$", re.MULTILINE)
+
+
+def _committed_subject(command: str, output: str) -> str | None:
+    """The subject git printed for a commit whose message the command does not show in full (an
+    editor, a heredoc, a truncated transcript)."""
+    m = _COMMIT_LINE.search(output) if re.search(r"\bgit\b[^\n]*\bcommit\b", command) else None
+    return m.group(1).strip() if m else None
+
+
 class ToolEffects:
     def __init__(self, facts: Facts) -> None:
         self.f = facts
@@ -90,7 +101,7 @@ class ToolEffects:
         if branch:
             f.done.append((call.seq, "branch", f"Created branch `{branch.group(1)}`"))
             return
-        message = commit_message(call.command)
+        message = commit_message(call.command) or _committed_subject(call.command, output)
         if message:
             self.committed(call.seq, message, output)
             return
