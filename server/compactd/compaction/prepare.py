@@ -27,10 +27,10 @@ from compactd.session.gc_pause import gc_paused
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
-from .prompts import escape_wrapped
 from .serialize import (
     EncodedJsonString,
     SerializedTextCache,
+    escape_wrapped,
     json_string_body,
     serialize_sourced,
     serialize_sourced_json,
