@@ -10,11 +10,11 @@ import pytest
 
 from compactd.compaction.figures import context_estimate, estimated_context_tokens
 from compactd.compaction.prepare import CompactionPreparation, prepare_compaction
-from compactd.compaction.reports import prepare_report, prepared_with_context
+from compactd.compaction.reports import preparation_json, prepare_path_for, prepare_report, prepared_with_context
 from compactd.compaction.serialize import SerializedTextCache
 from compactd.compaction.tokens import MessageEstimates, estimate_tokens
 from compactd.session import Session
-from compactd.session.context import context_from_path
+from compactd.session.context import context_from_path, recent_path
 from compactd.session.tree import path_to
 
 
@@ -59,8 +59,11 @@ def test_the_dry_run_figures_equal_the_fresh_ones_at_every_leaf(pi_fixture: Path
                 if report is None:
                     continue
                 checked += 1
+                # On the whole path, every estimate afresh: the same answer, texts and ids included.
                 prep = prepare_compaction(path_to(session.by_id, leaf))
                 assert isinstance(prep, CompactionPreparation)
+                prep.estimates = None
+                assert report == preparation_json(prep, context_tokens=fresh_context)
                 assert report["estimatedTokensBefore"] == fresh_context
                 assert report["estimatedTokensSummarized"] == sum(
                     estimate_tokens(m) for _, m in [*prep.summarized, *prep.turn_prefix])
@@ -80,3 +83,15 @@ def test_the_memo_of_estimates_answers_per_message_object() -> None:
     longer = {**short, "content": [{"type": "text", "text": "x" * 400}]}
     assert memo.of(longer) == estimate_tokens(longer) == 100
     assert memo.of(short) == 10
+
+
+def test_a_dry_run_reads_back_to_the_first_kept_entry_only() -> None:
+    """Its tail leaves out the model and thinking level: on a path with a compaction and no
+    thinking-level change after it, it stops at the compaction's first kept entry, where the
+    context's tail walks on to the root."""
+    session = Session.open(REAL_PI / "pi-mono-root-compact.jsonl")
+    compaction = next(e for e in session.entries if e["type"] == "compaction")
+    tail = prepare_path_for(session)
+    assert tail[0]["id"] == compaction["firstKeptEntryId"]
+    whole = recent_path(session.by_id, session.leaf_id)
+    assert len(tail) < len(whole) and whole[-len(tail):] == tail

@@ -39,6 +39,7 @@ __all__ = [
     "context_totals",
     "path_for",
     "preparation_json",
+    "prepare_path_for",
     "prepare_report",
     "prepared_with_context",
     "prune_report",
@@ -74,6 +75,14 @@ def recent_path_for(session: SessionLike, leaf_id: str | None = None) -> list[En
     return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
 
 
+def prepare_path_for(session: SessionLike, leaf_id: str | None = None) -> list[Entry]:
+    """The tail of `path_for` that a dry run reads (Pi's preparation and the context's estimate):
+    `recent_path_for` without the model and thinking level, which neither needs."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id, settings=False)
+
+
 def _sourced_json(items: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """(entry id, message) pairs (`SourcedMessage`s or plain tuples) as the answer lists them."""
     return [{"role": message.get("role"), "entryId": entry_id} for entry_id, message in items]
@@ -92,7 +101,7 @@ def run_prepare(
 
         return prepare_omp(path_for(session, leaf_id), settings)
     # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
-    return prepare_compaction(recent_path_for(session, leaf_id), settings)
+    return prepare_compaction(prepare_path_for(session, leaf_id), settings)
 
 
 def _prepared(session: SessionLike, leaf_key: str | None, settings: CompactionSettings, compat: str,
@@ -105,7 +114,7 @@ def _prepared(session: SessionLike, leaf_key: str | None, settings: CompactionSe
 
         path = path_to(session.by_id, leaf_key) if leaf_key is not None else []
         return prepare_omp(path, settings), path
-    path = recent_path(session.by_id, leaf_key)
+    path = recent_path(session.by_id, leaf_key, settings=False)
     return prepare_compaction(path, settings, text_cache=text_cache), path
 
 

@@ -323,12 +323,15 @@ def _decides_model(entry: Entry) -> bool:
     return False
 
 
-def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
+def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None, settings: bool = True) -> list[Entry]:
     """The tail of `path_to(by_id, leaf_id)` that the context, its model and thinking level and
     compaction preparation depend on: back to the first kept entry of the latest compaction on the
     path (or just that compaction when it keeps nothing), and at least back to the latest
     thinking-level change and model-deciding entry. Falls back to the whole path when one of those
     is missing. Walking only this tail keeps requests on long sessions independent of their age.
+    `settings=False`: without the model and thinking level, for readers of the messages alone (a
+    dry run and its context estimate), which then need not walk on, often to the root of a path
+    that never changed its thinking level.
 
     Two loops, one per phase of the walk, so the common step (a message once the model is known,
     before any compaction) costs a few lookups. Both draw on one step budget: a path has at most
@@ -339,8 +342,8 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
     get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
     steps = step_budget(len(by_id))
     current = get(leaf_id) if leaf_id is not None else None
-    thinking_done = False
-    model_done = False
+    thinking_done = not settings
+    model_done = not settings
     # 1. Back to the latest compaction; a message matters only until the model is decided.
     for _ in steps:
         if current is None:
