@@ -9,7 +9,8 @@ Prints one JSON object: milliseconds per repetition for each step.
   open              Session.open(file)
   context           context_report(session)                  the messages the model sees
   prepare           prepare_report(session)                  the dry run, conversation text included
-  prepareNoText     prepare_compaction(recent_path_for(session))   the preparation alone
+  prepareNoText     prepare_compaction(prepare_path_for(session))  the preparation alone, on the
+                                                             tail the dry run reads
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from compactd.compaction.prepare import prepare_compaction
-from compactd.compaction.reports import prepare_report, recent_path_for
+from compactd.compaction.reports import prepare_path_for, prepare_report
 from compactd.session import Session
 from compactd.session.views import context_report
 
@@ -44,7 +45,7 @@ def measure(path: Path, repeats: int) -> dict[str, list[float]]:
         "open": samples(lambda: Session.open(path), repeats),
         "context": samples(lambda: context_report(session), repeats),
         "prepare": samples(lambda: prepare_report(session), repeats),
-        "prepareNoText": samples(lambda: prepare_compaction(recent_path_for(session)), repeats),
+        "prepareNoText": samples(lambda: prepare_compaction(prepare_path_for(session)), repeats),
     }
 
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from compactd.compaction.figures import estimated_context_tokens
 from compactd.compaction.prepare import CompactionPreparation
-from compactd.compaction.reports import preparation_json, run_prepare
+from compactd.compaction.reports import preparation_json, prepared_with_context
 from compactd.compaction.settings import COMPAT_CHOICES, applied_compat
-from compactd.session import Session, SessionError
+from compactd.session import SessionError
 from compactd.session.tree import path_to
 
 from ._common import (
@@ -40,12 +39,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     add_json_argument(parser)
 
 
-def _report(session: Session, leaf: str | None, prep: CompactionPreparation, *, show_text: bool,
+def _report(prep: CompactionPreparation, context_tokens: int | None, *, show_text: bool,
             text_as_json: bool = False) -> dict[str, Any]:
-    leaf_id = leaf if leaf is not None else session.leaf_id
-    assert leaf_id is not None  # something was prepared, so there is a leaf
-    return preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_id),
-                            include_text=show_text, text_as_json=text_as_json)
+    assert context_tokens is not None  # something was prepared, so there is a leaf
+    return preparation_json(prep, context_tokens=context_tokens, include_text=show_text, text_as_json=text_as_json)
 
 
 def _run(args: argparse.Namespace) -> int:
@@ -53,21 +50,22 @@ def _run(args: argparse.Namespace) -> int:
     require_entry(session, args.leaf, "--leaf")
     try:
         compat = applied_compat(args.compat, bool(session.file is not None and session.file.prelude))
-        prep = run_prepare(session, args.leaf, args.keep_recent_tokens, args.reserve_tokens, compat)
+        prep, context_tokens = prepared_with_context(session, args.leaf, args.keep_recent_tokens,
+                                                     args.reserve_tokens, compat)
     except SessionError as exc:
         raise CliError(str(exc)) from exc
     if args.json:
         # The text is opt-in as in the human-readable form: on a long uncompacted path it is tens
         # of megabytes, and serializing it is most of the command's time.
         if prep and args.show_text:  # the texts as encoded parts, never joined (print_json_with_parts)
-            print_json_with_parts(_report(session, args.leaf, prep, show_text=True, text_as_json=True))
+            print_json_with_parts(_report(prep, context_tokens, show_text=True, text_as_json=True))
         else:
-            print_json(_report(session, args.leaf, prep, show_text=False) if prep else None)
+            print_json(_report(prep, context_tokens, show_text=False) if prep else None)
         return 0
     if not prep:
         print(f"nothing to compact: {prep.message}")
         return 0
-    report = _report(session, args.leaf, prep, show_text=args.show_text)
+    report = _report(prep, context_tokens, show_text=args.show_text)
     depth = len(path_to(session.by_id, report["firstKeptEntryId"])) - 1
     print(f"semantics          {'oh-my-pi 18' if prep.compat == 'omp' else 'Pi'} (compat)")
     print(f"first kept entry   {report['firstKeptEntryId']} (path index {depth})")

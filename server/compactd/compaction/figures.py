@@ -10,7 +10,7 @@ from typing import Any
 from compactd.session.context import context_from_path
 
 from .serialize import SerializedTextCache
-from .tokens import estimate_tokens
+from .tokens import MessageEstimates, estimate_tokens
 
 Entry = dict[str, Any]
 
@@ -54,6 +54,20 @@ def estimated_context_tokens(by_id: Mapping[str, Entry], leaf_id: str,
     if cache is None:
         return context_estimate(context.messages)
     return sum(cache.estimate(eid, m) for eid, m in zip(context.entry_ids, context.messages, strict=True))
+
+
+def path_context_tokens(path: list[Entry], leaf_id: str, cache: SerializedTextCache | None = None,
+                        estimates: MessageEstimates | None = None) -> int:
+    """`estimated_context_tokens` of the leaf that ends `path`, given a root-first path to it that
+    holds everything its context depends on (the whole path, or `session.context.recent_path`'s
+    tail, which a dry run has walked already), through the session's `cache` or else the request's
+    `estimates` (a dry run's memo: its summarized and kept messages are most of the context)."""
+    context = context_from_path(path, leaf_id)
+    if cache is not None:
+        return sum(cache.estimate(eid, m) for eid, m in zip(context.entry_ids, context.messages, strict=True))
+    if estimates is not None:
+        return sum(map(estimates.of, context.messages))
+    return context_estimate(context.messages)
 
 
 def context_estimate(messages: Iterable[dict[str, Any]]) -> int:

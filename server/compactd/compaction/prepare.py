@@ -27,10 +27,10 @@ from compactd.session.gc_pause import gc_paused
 
 from .cut_points import CutPointResult, find_cut_point
 from .file_ops import FileOperations, compute_file_lists, extract_file_ops_from_message, seed_from_details
-from .prompts import escape_wrapped
 from .serialize import (
     EncodedJsonString,
     SerializedTextCache,
+    escape_wrapped,
     json_string_body,
     serialize_sourced,
     serialize_sourced_json,
@@ -38,6 +38,7 @@ from .serialize import (
 from .settings import DEFAULT_COMPACTION_SETTINGS, CompactionSettings
 from .tokens import (
     ContextUsageEstimate,
+    MessageEstimates,
     calculate_context_tokens,
     estimate_context_tokens,
     estimate_tokens,
@@ -136,6 +137,10 @@ class CompactionPreparation:
     cut: CutPointResult = field(repr=False)
     # Serialized text per entry, kept across requests by the caller (None: serialize afresh).
     text_cache: SerializedTextCache | None = field(default=None, repr=False, compare=False)
+    # The chars/4 estimates made while preparing, per message object, for the caller's figures
+    # over the same messages (`estimatedTokensSummarized`, the context's estimate): None for
+    # oh-my-pi's preparation.
+    estimates: MessageEstimates | None = field(default=None, repr=False, compare=False)
     # D-29: "pi", or "omp" when oh-my-pi's semantics made it (its file lists and transcript).
     compat: str = "pi"
 
@@ -147,7 +152,7 @@ class CompactionPreparation:
         summarized: list[SourcedPair], turn_prefix: list[SourcedPair], kept: list[SourcedPair],
         estimated_tokens_after: int, previous_summary: str | None, file_ops: FileOperations,
         settings: CompactionSettings, cut: CutPointResult, text_cache: SerializedTextCache | None = None,
-        compat: str = "pi",
+        estimates: MessageEstimates | None = None, compat: str = "pi",
     ) -> None:
         self.first_kept_entry_id = first_kept_entry_id
         self.first_kept_entry_index = first_kept_entry_index
@@ -165,6 +170,7 @@ class CompactionPreparation:
         self.settings = settings
         self.cut = cut
         self.text_cache = text_cache
+        self.estimates = estimates
         self.compat = compat
 
     def __bool__(self) -> bool:
@@ -235,24 +241,6 @@ def _omp_text(pairs: list[SourcedPair]) -> str:
     from .omp import serialize_for_summary
 
     return serialize_for_summary([message for _, message in pairs])
-
-
-def _memo_estimates() -> Callable[[Message], int]:
-    """`estimate_tokens` remembered per message object for one preparation: the cut-point walk,
-    `tokens_before` and `estimated_tokens_after` estimate mostly the same newest messages. The
-    memo holds each message, so a message made on the fly (a projection) cannot be freed and its
-    address reused by another while the memo lives."""
-    memo: dict[int, tuple[Message, int]] = {}
-
-    def estimate(message: Message) -> int:
-        hit = memo.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        value = estimate_tokens(message)
-        memo[id(message)] = (message, value)
-        return value
-
-    return estimate
 
 
 def _non_system(items: Sequence[ProjectedEntry]) -> list[SourcedPair]:
@@ -374,13 +362,15 @@ def prepare_compaction(
     *,
     newest_cut_fallback: bool = True,
     text_cache: SerializedTextCache | None = None,
+    estimates: MessageEstimates | None = None,
 ) -> CompactionPreparation | NotPrepared:
     """R-1..R-15 over a root-first path (normally `session.get_branch()`), run on the path's
     projection (Q16-37): context edits applied, kept-range system messages gone. Indexes in the
     result are positions in the path.
 
     Returns `NotPrepared` (falsy, with a reason) when the path ends with a compaction, when there
-    would be nothing to summarize, or when a legacy entry lacks an id.
+    would be nothing to summarize, or when a legacy entry lacks an id. `estimates`: the request's
+    memo of message estimates (a new one when None), kept by the result.
     """
     path = list(path_entries)
     if path and path[-1].get("type") == "compaction":
@@ -392,7 +382,7 @@ def prepare_compaction(
     with gc_paused(len(path)):
         listed = unedited_context_entries(path)
         return _prepare(path, listed if listed is not None else project_path(path), settings,
-                        newest_cut_fallback, text_cache)
+                        newest_cut_fallback, text_cache, estimates)
 
 
 def _prepare(
@@ -401,6 +391,7 @@ def _prepare(
     settings: CompactionSettings,
     newest_cut_fallback: bool,
     text_cache: SerializedTextCache | None,
+    estimates: MessageEstimates | None = None,
 ) -> CompactionPreparation | NotPrepared:
     """`prepare_compaction` on `items`: `project_path(path)`, or `unedited_context_entries(path)`
     when that is not None (raw entries, projected where needed)."""
@@ -420,7 +411,11 @@ def _prepare(
     window_start = 1 if previous is not None else 0
 
     count = len(items)
-    estimate = _memo_estimates()
+    # The cut-point walk, `tokens_before` and `estimated_tokens_after` estimate mostly the same
+    # newest messages.
+    if estimates is None:
+        estimates = MessageEstimates()
+    estimate = estimates.of
     cut = find_cut_point(items, window_start, count, settings.keep_recent_tokens,
                          newest_cut_fallback=newest_cut_fallback, estimate=estimate)
     if cut.first_kept_entry_index >= count:
@@ -479,6 +474,7 @@ def _prepare(
         settings=settings,
         cut=cut,
         text_cache=text_cache,
+        estimates=estimates,
     )
 
 

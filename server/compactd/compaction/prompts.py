@@ -17,10 +17,10 @@ wrappers (base prompt, custom instructions) is never changed.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 
 from .file_ops import format_file_operations
+from .serialize import escape_wrapped
 
 __all__ = [
     "SUMMARIZATION_SYSTEM_PROMPT",
@@ -217,15 +217,8 @@ TURN_PREFIX_HEADINGS = ("## Original Request", "## Early Progress", "## Context 
 BRANCH_SUMMARY_HEADINGS = SUMMARY_HEADINGS[:-1]
 
 WRAPPER_TAGS = ("conversation", "previous-summary", "additional-context")
-_WRAPPER_TAG = re.compile(r"<(?=/?\s*(?:conversation|previous-summary|additional-context)\b)", re.IGNORECASE)
-_ZWSP = "\u200b"
-
-
-def escape_wrapped(text: str) -> str:
-    """Neutralize wrapper tags inside wrapped text (see the module docstring). Idempotent."""
-    if "<" not in text:
-        return text
-    return _WRAPPER_TAG.sub("<" + _ZWSP, text)
+# `escape_wrapped` (see the module docstring) lives with the serializer, which is compiled: a dry
+# run calls it once per part of the history, tens of thousands of times on a long path.
 
 
 def wrap_conversation(conversation_text: str) -> str:

@@ -20,7 +20,7 @@ from .branch import (
 )
 from .context_totals import ContextTotals, TotalsCache, counter_for, totals_at
 from .exact_tokens import ExactTokenCache, count_entry_messages
-from .figures import compaction_figures, estimated_context_tokens, summarized_entries
+from .figures import compaction_figures, path_context_tokens, summarized_entries
 from .prepare import CompactionPreparation, NotPrepared, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
 from .serialize import SerializedTextCache
@@ -31,7 +31,7 @@ from .settings import (
     DEFAULT_RESERVE_TOKENS,
     CompactionSettings,
 )
-from .tokens import estimate_tokens, should_compact
+from .tokens import MessageEstimates, estimate_tokens, should_compact
 
 __all__ = [
     "SessionLike",
@@ -39,7 +39,9 @@ __all__ = [
     "context_totals",
     "path_for",
     "preparation_json",
+    "prepare_path_for",
     "prepare_report",
+    "prepared_with_context",
     "prune_report",
     "recent_path_for",
     "run_prepare",
@@ -73,6 +75,14 @@ def recent_path_for(session: SessionLike, leaf_id: str | None = None) -> list[En
     return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id)
 
 
+def prepare_path_for(session: SessionLike, leaf_id: str | None = None) -> list[Entry]:
+    """The tail of `path_for` that a dry run reads (Pi's preparation and the context's estimate):
+    `recent_path_for` without the model and thinking level, which neither needs."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    return recent_path(session.by_id, leaf_id if leaf_id is not None else session.leaf_id, settings=False)
+
+
 def _sourced_json(items: Sequence[tuple[str, dict[str, Any]]]) -> list[dict[str, Any]]:
     """(entry id, message) pairs (`SourcedMessage`s or plain tuples) as the answer lists them."""
     return [{"role": message.get("role"), "entryId": entry_id} for entry_id, message in items]
@@ -91,7 +101,39 @@ def run_prepare(
 
         return prepare_omp(path_for(session, leaf_id), settings)
     # The recent tail gives the whole path's answer (see `prepare_report`); indexes are the tail's.
-    return prepare_compaction(recent_path_for(session, leaf_id), settings)
+    return prepare_compaction(prepare_path_for(session, leaf_id), settings)
+
+
+def _prepared(session: SessionLike, leaf_key: str | None, settings: CompactionSettings, compat: str,
+              text_cache: SerializedTextCache | None = None) -> tuple[CompactionPreparation | NotPrepared, list[Entry]]:
+    """The preparation at `leaf_key` and the path it read, which holds everything the leaf's
+    context depends on: Pi's reads the recent tail (see `prepare_report`), oh-my-pi's the whole
+    path (D-29: its latest usage may lie before the tail)."""
+    if compat == "omp":
+        from .omp import prepare_omp
+
+        path = path_to(session.by_id, leaf_key) if leaf_key is not None else []
+        return prepare_omp(path, settings), path
+    path = recent_path(session.by_id, leaf_key, settings=False)
+    return prepare_compaction(path, settings, text_cache=text_cache), path
+
+
+def prepared_with_context(
+    session: SessionLike,
+    leaf_id: str | None = None,
+    keep_recent_tokens: int | None = None,
+    reserve_tokens: int | None = None,
+    compat: str = "pi",
+) -> tuple[CompactionPreparation | NotPrepared, int | None]:
+    """`run_prepare` and the chars/4 estimate of the context at the leaf (`preparation_json`'s
+    `context_tokens`; None when nothing was prepared), from one walk and one set of estimates."""
+    if leaf_id is not None and leaf_id not in session.by_id:
+        raise EntryNotFoundError(leaf_id)
+    leaf_key = leaf_id if leaf_id is not None else session.leaf_id
+    prep, path = _prepared(session, leaf_key, _compaction_settings(keep_recent_tokens, reserve_tokens), compat)
+    if not isinstance(prep, CompactionPreparation) or leaf_key is None:
+        return prep, None
+    return prep, path_context_tokens(path, leaf_key, None, prep.estimates)
 
 
 def _compaction_settings(keep_recent_tokens: int | None, reserve_tokens: int | None) -> CompactionSettings:
@@ -117,10 +159,10 @@ def preparation_json(prep: CompactionPreparation, *, context_tokens: int, includ
         conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
     else:
         conversation = turn_prefix = None
-    cache = prep.text_cache
-    summarized = _estimate_pairs(prep.summarized, cache) + _estimate_pairs(prep.turn_prefix, cache)
+    cache, estimates = prep.text_cache, prep.estimates
+    summarized = _estimate_pairs(prep.summarized, cache, estimates) + _estimate_pairs(prep.turn_prefix, cache, estimates)
     # oh-my-pi's estimatedTokensAfter is its own (byte-based) estimate; the comparison needs chars/4.
-    kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept, cache)
+    kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept, cache, estimates)
     return {
         "firstKeptEntryId": prep.first_kept_entry_id,
         "isSplitTurn": prep.is_split_turn,
@@ -143,11 +185,15 @@ def preparation_json(prep: CompactionPreparation, *, context_tokens: int, includ
     }
 
 
-def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]], cache: SerializedTextCache | None = None) -> int:
-    """The chars/4 estimates of `items` added up; through the caller's per-entry cache when given."""
-    if cache is None:
-        return sum(estimate_tokens(message) for _, message in items)
-    return sum(cache.estimate(entry_id, message) for entry_id, message in items)
+def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]], cache: SerializedTextCache | None = None,
+                    estimates: MessageEstimates | None = None) -> int:
+    """The chars/4 estimates of `items` added up; through the caller's per-entry cache when given,
+    else through the request's memo when given."""
+    if cache is not None:
+        return sum(cache.estimate(entry_id, message) for entry_id, message in items)
+    if estimates is not None:
+        return sum(estimates.of(message) for _, message in items)
+    return sum(estimate_tokens(message) for _, message in items)
 
 
 def prepare_report(
@@ -177,18 +223,14 @@ def prepare_report(
     # Tens of thousands of short-lived containers per long path, none cyclic: without the pause
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused(len(session.by_id)):
-        if compat == "omp":
-            from .omp import prepare_omp
-
-            prep = prepare_omp(path_to(session.by_id, leaf_key) if leaf_key is not None else [], settings)
-        else:
-            prep = prepare_compaction(recent_path(session.by_id, leaf_key), settings, text_cache=text_cache)
-        report = (preparation_json(prep, context_tokens=estimated_context_tokens(session.by_id, leaf_key, text_cache),
+        prep, path = _prepared(session, leaf_key, settings, compat, text_cache)
+        # The context's estimate from the path the preparation walked, through its estimates.
+        report = (preparation_json(prep, context_tokens=path_context_tokens(path, leaf_key, text_cache, prep.estimates),
                                    include_text=include_text, text_as_json=text_as_json)
                   if isinstance(prep, CompactionPreparation) and leaf_key is not None else None)
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.
-        del prep
+        del prep, path
     return report
 
 

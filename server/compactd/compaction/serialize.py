@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
+import re
 from json import dumps as _json_dumps
 from json import loads as _json_loads
 
@@ -33,9 +34,22 @@ __all__ = [
     "serialize_sourced",
     "serialize_sourced_json",
     "append_message_parts",
+    "escape_wrapped",
 ]
 
 TOOL_RESULT_MAX_CHARS = 2000
+
+_WRAPPER_TAG = re.compile(r"<(?=/?\s*(?:conversation|previous-summary|additional-context)\b)", re.IGNORECASE)
+_ZWSP = "\u200b"
+
+
+def escape_wrapped(text: str) -> str:
+    """Neutralize wrapper tags inside wrapped text (`prompts`' module docstring): a zero-width
+    space after the `<` of any `conversation`, `previous-summary` or `additional-context` tag,
+    opening or closing, any case. Idempotent. Here, compiled, as the history's parts call it."""
+    if "<" not in text:
+        return text
+    return _WRAPPER_TAG.sub("<" + _ZWSP, text)
 
 
 def truncate_for_summary(text: str, max_chars: int = TOOL_RESULT_MAX_CHARS) -> str:

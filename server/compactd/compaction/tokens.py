@@ -20,6 +20,7 @@ __all__ = [
     "estimate_tokens",
     "estimate_chars",
     "sum_estimates",
+    "MessageEstimates",
     "calculate_context_tokens",
     "has_valid_usage",
     "get_last_assistant_usage",
@@ -139,6 +140,29 @@ def estimate_tokens(message: Message) -> int:
 
 def sum_estimates(messages: Iterable[Message]) -> int:
     return sum(estimate_tokens(m) for m in messages)
+
+
+class MessageEstimates:
+    """`estimate_tokens` remembered per message object for one request: a dry run estimates the
+    newest messages for its cut point and kept tokens, every summarized message for its
+    `estimatedTokensSummarized` and every context message for `estimatedTokensBefore`, mostly the
+    same messages (on a long uncompacted path, tens of thousands of them, three times over).
+    Each message is held, so one made on the fly (a projection) cannot be freed and its address
+    reused by another while the memo lives: make one per request, never keep it."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self) -> None:
+        self._memo: dict[int, tuple[Message, int]] = {}
+
+    def of(self, message: Message) -> int:
+        key = id(message)
+        hit = self._memo.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1]
+        value = estimate_tokens(message)
+        self._memo[key] = (message, value)
+        return value
 
 
 def calculate_context_tokens(usage: Mapping[str, Any]) -> int | float:

@@ -323,30 +323,32 @@ def _decides_model(entry: Entry) -> bool:
     return False
 
 
-def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
+def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None, settings: bool = True) -> list[Entry]:
     """The tail of `path_to(by_id, leaf_id)` that the context, its model and thinking level and
     compaction preparation depend on: back to the first kept entry of the latest compaction on the
     path (or just that compaction when it keeps nothing), and at least back to the latest
     thinking-level change and model-deciding entry. Falls back to the whole path when one of those
     is missing. Walking only this tail keeps requests on long sessions independent of their age.
+    `settings=False`: without the model and thinking level, for readers of the messages alone (a
+    dry run and its context estimate), which then need not walk on, often to the root of a path
+    that never changed its thinking level.
 
     Two loops, one per phase of the walk, so the common step (a message once the model is known,
     before any compaction) costs a few lookups. Both draw on one step budget: a path has at most
     as many entries as the session, more steps mean a parentId cycle.
     """
     tail: list[Entry] = []
-    append = tail.append
     get: Callable[[Any], Entry | None] = by_id.get  # any parentId value, None at the root
     steps = step_budget(len(by_id))
     current = get(leaf_id) if leaf_id is not None else None
-    thinking_done = False
-    model_done = False
+    thinking_done = not settings
+    model_done = not settings
     # 1. Back to the latest compaction; a message matters only until the model is decided.
     for _ in steps:
         if current is None:
             tail.reverse()
             return tail
-        append(current)
+        tail.append(current)
         entry_type = current.get("type")
         if entry_type == "message":
             if not model_done and _decides_model(current):
@@ -371,7 +373,7 @@ def recent_path(by_id: Mapping[str, Entry], leaf_id: str | None) -> list[Entry]:
             if current is None:
                 tail.reverse()
                 return tail
-            append(current)
+            tail.append(current)
             if not kept_done and current["id"] == kept_id:
                 kept_done = True
             if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
@@ -402,14 +404,13 @@ def _extend_to_thinking_change(tail: list[Entry], get: Any, entry: Entry, limit:
     """`recent_path`'s walk once only the thinking level is missing (often to the root, when the
     path never changed it): one check per step, until the tail holds more entries than the
     session (a parentId cycle)."""
-    append = tail.append
     current = entry
     for _ in step_budget(limit + 1 - len(tail)):
         parent = get(current.get("parentId"))
         if parent is None:
             return
         current = parent
-        append(current)
+        tail.append(current)
         if current.get("type") == "thinking_level_change" and isinstance(current.get("thinkingLevel"), str):
             return
     _cut_at_repeat(tail)
@@ -437,7 +438,8 @@ def context_at(by_id: Mapping[str, Entry], leaf_id: str) -> SessionContext:
     current = get(leaf_id)
     messages: list[Message] = []  # newest first until the end
     entry_ids: list[str] = []
-    add_message, add_id = messages.append, entry_ids.append
+    # (`messages.append(...)` itself, not a bound method kept in a local: compiled, the first is a
+    # direct list append and the second a generic call.)
     found = _Found()
     # 1. Back from the leaf to the latest compaction: every entry's messages.
     for _ in steps:
@@ -449,8 +451,8 @@ def context_at(by_id: Mapping[str, Entry], leaf_id: str) -> SessionContext:
             if isinstance(message, dict):
                 if found.model_entry is None and message.get("role") == "assistant":
                     found.model_entry = current
-                add_message(message if message.get("content") is not None else repaired_message(message))
-                add_id(current["id"])
+                messages.append(message if message.get("content") is not None else repaired_message(message))
+                entry_ids.append(current["id"])
         elif entry_type == "compaction":
             break
         elif entry_type == "context_edit":
@@ -459,8 +461,8 @@ def context_at(by_id: Mapping[str, Entry], leaf_id: str) -> SessionContext:
             found.setting(current, entry_type)
             if entry_type == "custom_message" or entry_type == "branch_summary":
                 for message in reversed(project_entry(current)):
-                    add_message(message)
-                    add_id(current["id"])
+                    messages.append(message)
+                    entry_ids.append(current["id"])
         current = get(current.get("parentId"))
     else:
         if current is not None:
