@@ -31,6 +31,26 @@ def test_an_answered_last_request_is_quoted_with_the_reply_headline() -> None:
     assert "was answered — Three modules still read environment variables directly" in nxt
 
 
+def test_a_headline_that_ends_a_sentence_is_not_followed_by_a_doubled_stop() -> None:
+    msgs = [
+        user("The CSV importer crashes on a blank line, fix it"),
+        final("Fixed the blank-line crash in `read_rows` (src/importer.py). The loop now skips empty lines."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "— Fixed the blank-line crash in `read_rows` (src/importer.py); wait for the user's next one" in nxt
+    assert ".;" not in nxt
+
+
+def test_steps_set_out_mid_turn_are_joined_without_doubled_stops() -> None:
+    msgs = [
+        user("Add a retry to the upload client and cover it with a test"),
+        assistant(text("Plan:\n1. Wrap the request in a retry loop.\n2. Add a test that fails twice then succeeds.\n"
+                       "3. Run the suite."), call("r", "read", path="src/upload.py")),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert "Wrap the request in a retry loop; Add a test that fails twice then succeeds; Run the suite." in progress
+
+
 def test_a_reply_that_ends_by_asking_the_user_waits_for_the_answer() -> None:
     msgs = [
         user("Set up a nightly job that prunes old uploads"),

@@ -29,7 +29,7 @@ from .render import Lines
 from .sectionkeys import (
     BLOCKED, CONSTRAINTS, CRITICAL, DECISIONS, DONE, EARLY, GOAL, IN_PROGRESS, NEXT, REQUEST, SUFFIX, USER,
 )
-from .text import LIST_MARK, anchors, clip, dedupe, norm, sentences
+from .text import LIST_MARK, anchors, clause, clip, dedupe, joined, norm, sentences
 
 _MAX_ERROR = 300
 _FILES_CHANGED = "Files changed: "
@@ -215,13 +215,13 @@ def _in_progress(f: Facts) -> list[str]:
                                          and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
         items.append("Latest request: " + f.last_request)
     if f.ends_mid_work and f.recent_steps:  # what the agent said it was doing, and its last calls
-        items.append("Doing: " + "; ".join(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
+        items.append("Doing: " + joined(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
     elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
     if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
         items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
-        items.append("Steps set out for it: " + clip("; ".join(f.working_plan), 400))
+        items.append("Steps set out for it: " + clip(joined(f.working_plan), 400))
     last = f.corrections[-1] if f.corrections else None
     if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
         items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
@@ -251,7 +251,7 @@ def _decisions(f: Facts, prev: Previous) -> list[str]:
         else:
             items.append(("assistant", _decision_line(text)))
     if f.plan and f.plan_accepted:
-        items.append(("plan", "**Plan agreed with the user**: " + clip("; ".join(f.plan), 500)))
+        items.append(("plan", "**Plan agreed with the user**: " + clip(joined(f.plan), 500)))
     while len(items) > _CAPS[DECISIONS]:  # plain choices go before rejections and the user's words
         idx = next((i for i, (k, _) in enumerate(items) if k in ("assistant", "prev")), 0)
         items.pop(idx)
@@ -304,7 +304,7 @@ def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
     if not waiting:
         return []  # the steps that follow say what is left of it
     gist = next(iter(recap_items(f.final_text, 1)), "")
-    return [f"Nothing pending: {asked} was answered" + (f" — {clip(gist, 160)}" if gist else "")
+    return [f"Nothing pending: {asked} was answered" + (f" — {clause(clip(gist, 160))}" if gist else "")
             + "; wait for the user's next one"]
 
 

@@ -29,6 +29,18 @@ def clip(text: str, limit: int = MAX_ITEM) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def clause(text: str) -> str:
+    """A sentence that more of the line follows (after ';' or a dash): its own full stop dropped, so
+    the line does not read '….;' (an ellipsis or a question mark stays)."""
+    return text[:-1] if text.endswith(".") and not text.endswith("..") else text
+
+
+def joined(parts: Iterable[str], sep: str = "; ") -> str:
+    """Items joined into one line, each one's full stop dropped before the separator."""
+    items = list(parts)
+    return sep.join([clause(p) for p in items[:-1]] + items[-1:])
+
+
 def text_of(content: Any) -> str:
     if isinstance(content, str):
         return content
