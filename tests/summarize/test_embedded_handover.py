@@ -51,6 +51,33 @@ def test_steps_set_out_mid_turn_are_joined_without_doubled_stops() -> None:
     assert "Wrap the request in a retry loop; Add a test that fails twice then succeeds; Run the suite." in progress
 
 
+def test_a_result_the_cut_came_before_the_agent_reported_is_what_in_progress_shows() -> None:
+    status = ("<!-- report -->\nQueue status\n\nPENDING   0 jobs\nFAILED    3 jobs · oldest 2 days\n"
+              "WORKERS   2 idle")
+    msgs = [
+        user("Drain the export queue"),
+        final("Drained the export queue: 41 jobs ran."),
+        user("And what does the queue look like now?"),
+        assistant(text("Checking the queue."), call("s", "bash", command="./jobs status")),
+        result("s", "bash", status),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert ("Last result, not yet reported: `./jobs status` printed: Queue status | PENDING 0 jobs | "
+            "FAILED 3 jobs · oldest 2 days | WORKERS 2 idle") in progress
+    reported = section(summarize([*msgs, final("Three jobs failed; nothing is pending.")]), "### In Progress")
+    assert "Last result" not in reported  # once the agent has said what came back, its reply carries it
+
+
+def test_a_harness_envelope_before_a_commands_output_is_not_the_result() -> None:
+    msgs = [
+        user("How many migrations are there?"),
+        assistant(call("c", "bash", command="ls migrations | wc -l")),
+        result("c", "bash", "Chunk ID: 1a2b\nWall time: 0.01 seconds\nProcess exited with code 0\nOutput:\n17"),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert "`ls migrations | wc -l` printed: 17" in progress
+
+
 def test_a_reply_that_ends_by_asking_the_user_waits_for_the_answer() -> None:
     msgs = [
         user("Set up a nightly job that prunes old uploads"),

@@ -13,7 +13,7 @@ from . import dialog as dl
 from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
-from .markup import declined, read_user, strip_injected
+from .markup import declined, read_user, strip_injected, without_envelope
 from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
@@ -66,6 +66,7 @@ class Facts:
     working_plan: list[str] = field(default_factory=list)  # numbered steps announced mid-turn
     working_plan_seq: int = -1
     last_calls: str = ""  # the tool calls of the last assistant message
+    unreported: str = ""  # what the last call printed, when the cut came before the agent said anything of it
     last_request: str = ""  # the user's latest message (condensed), whatever kind it is
     recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
     touched: list[str] = field(default_factory=list)  # files changed since the user's latest request
@@ -352,6 +353,10 @@ class _Pass:
         text = strip_injected(text_of(msg.get("content")))
         if interrupted(text):
             return
+        asked_by_last = call.seq == self.f.last_assistant_seq
+        self.f.unreported = ""
+        if asked_by_last and call.command and call.name not in _EDIT_TOOLS and not msg.get("isError"):
+            self.f.unreported = printed_head(call.command, text)
         call.seq = self.seq
         said = declined(text)
         if said is not None:  # the user said no at the permission prompt: a rejection, not an error
@@ -473,6 +478,16 @@ class _Pass:
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)
         return f
+
+
+def printed_head(command: str, output: str) -> str:
+    """What a command printed, as one line: its first lines of text (markup comments and rules
+    dropped), for the result the agent had in hand but had not yet reported when the region ends."""
+    lines = [ln.strip() for ln in re.sub(r"<!--.*?-->", "", without_envelope(output), flags=re.DOTALL).splitlines()]
+    lines = [ln for ln in lines if re.search(r"\w", ln) and not ln.startswith("Command exited with code")]
+    if not lines:
+        return ""
+    return f"`{clip(command, 100)}` printed: " + clip(" | ".join(" ".join(ln.split()) for ln in lines[:8]), 400)
 
 
 def after_proposal_reply(p: _Pass, reply: str) -> bool:

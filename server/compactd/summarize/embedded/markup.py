@@ -4,7 +4,8 @@ commands, interruption markers, and a tool call the user declined at the permiss
 
 These are the published conventions of the agents whose sessions compactd reads (Claude Code writes
 `<system-reminder>`, `<command-name>`, `<bash-input>` and "[Request interrupted by user]"; Codex
-writes `<environment_context>`); none is taken from a particular session.
+writes `<environment_context>`, and heads a command's output with "Key: value" lines up to "Output:");
+none is taken from a particular session.
 """
 
 from __future__ import annotations
@@ -28,6 +29,9 @@ _INTERRUPTED = re.compile(r"^\s*\[?(?:request (?:was )?interrupted by (?:the )?u
 _DECLINED = re.compile(r"\b(?:the user (?:doesn'?t|does not|didn'?t|did not) want to (?:proceed|take this action|run)"
                        r"|tool use was rejected|rejected by the user|user (?:denied|declined) (?:this|the) (?:tool|request|action))",
                        re.IGNORECASE)
+# The envelope some harnesses put around a command's output: a few short lines opened by a "Key: value"
+# one (an id, the wall time, the exit code), then "Output:" on a line of its own.
+_ENVELOPE = re.compile(r"\A[ \t]*[A-Z][\w ]{0,30}:[^\n]*\n(?:[^\n]{0,80}\n){0,7}?[ \t]*Output:[ \t]*\n")
 _USER_SAID = re.compile(r"\bthe user said:\s*(.+)\Z", re.IGNORECASE | re.DOTALL)
 
 
@@ -81,3 +85,8 @@ def declined(result_text: str) -> str | None:
         return None
     said = _USER_SAID.search(result_text)
     return strip_injected(said.group(1)).strip() if said else ""
+
+
+def without_envelope(output: str) -> str:
+    """A command's output without the harness's envelope before it (unchanged when there is none)."""
+    return _ENVELOPE.sub("", output, count=1)

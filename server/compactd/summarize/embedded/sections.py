@@ -218,6 +218,8 @@ def _in_progress(f: Facts) -> list[str]:
         items.append("Doing: " + joined(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
     elif f.ends_mid_work and f.last_step:
         items.append("Last step: " + f.last_step)
+    if f.ends_mid_work and not f.pending and f.unreported:  # what the next message would have reported
+        items.append("Last result, not yet reported: " + f.unreported)
     if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
         items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
