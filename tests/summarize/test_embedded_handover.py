@@ -88,6 +88,18 @@ def test_a_reply_that_ends_by_asking_the_user_waits_for_the_answer() -> None:
     assert nxt.startswith("1. Wait for the user's answer to “Which of the two do you prefer for the pruning job?”")
 
 
+def test_a_reply_that_ends_by_offering_to_go_on_waits_for_a_yes_or_no_to_it() -> None:
+    msgs = [
+        user("Split the settings page into a profile tab and a billing tab"),
+        final("The page can be split along its two forms: the profile form and the billing form each become "
+              "a tab component. Should I go ahead and split it that way?"),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt.startswith("1. Wait for the user's yes or no to the offer “Should I go ahead and split it that way?” "
+                          "(the last reply, to the user's last request (“Split the settings page")
+    assert "Offered:" not in nxt  # the offer is named once, as what is waited on
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

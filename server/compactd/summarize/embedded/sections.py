@@ -288,9 +288,14 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, waiting=not steps)
+    if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
+        steps = [s for s in steps if not (s.startswith("Offered: ") and s[9:] in status[0])]
     if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
     return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
+
+
+_WAIT_OFFER = "Wait for the user's yes or no to the offer "
 
 
 def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
@@ -300,7 +305,9 @@ def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
         return []
     asked = f"the user's last request (“{clip(f.last_request, 160)}”)"
     said = sentences(f.final_text)
-    question = said[-1] if said and said[-1].endswith("?") and not offered_steps(said[-1]) else ""
+    question = said[-1] if said and said[-1].endswith("?") else ""
+    if question and offered_steps(question):  # the reply ends by offering to go on: that waits on a yes or no
+        return [f"{_WAIT_OFFER}“{clip(question, 200)}” (the last reply, to {asked})"]
     if question:
         return [f"Wait for the user's answer to “{clip(question, 200)}” (the last reply, to {asked})"]
     if not waiting:
