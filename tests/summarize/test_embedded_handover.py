@@ -100,6 +100,18 @@ def test_a_reply_that_ends_by_offering_to_go_on_waits_for_a_yes_or_no_to_it() ->
     assert "Offered:" not in nxt  # the offer is named once, as what is waited on
 
 
+def test_a_list_of_what_is_left_in_the_last_reply_gives_the_next_steps() -> None:
+    for lead in ("Still to do:", "**Remaining:**", "## Follow-ups", "Open questions:"):
+        msgs = [
+            user("Port the date helpers to the new time library"),
+            final(f"Ported `parse_day` and `format_day` to the new library; their tests pass.\n\n{lead}\n"
+                  "- port `week_bounds`, which still uses the old library\n- drop the old library from the lockfile"),
+        ]
+        nxt = section(summarize(msgs), "## Next Steps")
+        assert "port `week_bounds`, which still uses the old library" in nxt, lead
+        assert "drop the old library from the lockfile" in nxt, lead
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

@@ -323,6 +323,12 @@ def _forbidden(step: str, verbs: set[str]) -> bool:
     return bool(words) and stem(words[0]) in verbs
 
 
+# A lead-in (a line ending in ':' or a heading) to a list of what is still to do: "Next steps:",
+# "Remaining:", "Still to do:", "## Follow-ups", "Open questions:".
+_LEFT = r"\b(?:next|remaining|left|to ?do|follow[- ]?ups?|outstanding|pending|open (?:items|questions|issues)|not yet done)\b"
+_WHAT_IS_LEFT = re.compile(rf"{_LEFT}[^.]*:\s*\**$|^#+\s.*{_LEFT}", re.I)
+
+
 def offered_steps(final_text: str) -> list[str]:
     """Next steps an answer offers: items of a list introduced by "next", or closing offers."""
     steps: list[str] = []
@@ -331,7 +337,7 @@ def offered_steps(final_text: str) -> list[str]:
         s = line.strip()
         if not s:
             continue
-        if re.search(r"\bnext\b[^.]*:\s*\**$|^#+\s.*\bnext\b", s, re.I):
+        if _WHAT_IS_LEFT.search(s):
             in_next = True
             continue
         if in_next and LIST_MARK.match(s):
