@@ -88,14 +88,14 @@ def test_a_reply_that_ends_by_asking_the_user_waits_for_the_answer() -> None:
     assert nxt.startswith("1. Wait for the user's answer to “Which of the two do you prefer for the pruning job?”")
 
 
-def test_a_reply_that_ends_by_offering_to_go_on_waits_for_a_yes_or_no_to_it() -> None:
+def test_a_reply_that_ends_by_offering_to_go_on_waits_for_the_users_answer_to_it() -> None:
     msgs = [
         user("Split the settings page into a profile tab and a billing tab"),
         final("The page can be split along its two forms: the profile form and the billing form each become "
               "a tab component. Should I go ahead and split it that way?"),
     ]
     nxt = section(summarize(msgs), "## Next Steps")
-    assert nxt.startswith("1. Wait for the user's yes or no to the offer “Should I go ahead and split it that way?” "
+    assert nxt.startswith("1. Wait for the user's answer to the offer “Should I go ahead and split it that way?” "
                           "(the last reply, to the user's last request (“Split the settings page")
     assert "Offered:" not in nxt  # the offer is named once, as what is waited on
 
@@ -110,6 +110,18 @@ def test_a_list_of_what_is_left_in_the_last_reply_gives_the_next_steps() -> None
         nxt = section(summarize(msgs), "## Next Steps")
         assert "port `week_bounds`, which still uses the old library" in nxt, lead
         assert "drop the old library from the lockfile" in nxt, lead
+
+
+def test_an_answered_request_with_steps_left_still_says_it_was_answered() -> None:
+    msgs = [
+        user("Make the health endpoint report the queue depth"),
+        final("Added `queue_depth` to the health payload; the endpoint test passes."),
+        user("Also time out the database probe after two seconds"),
+        final("The database probe now times out after two seconds.\n\nNext steps:\n- add a test for the timeout"),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt == ("1. add a test for the timeout\n2. The user's last request (“Also time out the database probe "
+                   "after two seconds”) was answered — The database probe now times out after two seconds")
 
 
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:

@@ -287,34 +287,39 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
-    status = _last_request_status(f, waiting=not steps)
+    status = _last_request_status(f, steps)
     if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
         steps = [s for s in steps if not (s.startswith("Offered: ") and s[9:] in status[0])]
+    if status and steps and not status[0].startswith("Wait"):  # answered, with work left: the steps come first
+        steps, status = [*steps, *status], []
     if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
     return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
 
 
-_WAIT_OFFER = "Wait for the user's yes or no to the offer "
+_WAIT_OFFER = "Wait for the user's answer to the offer "
 
 
-def _last_request_status(f: Facts, *, waiting: bool) -> list[str]:
+def _last_request_status(f: Facts, steps: list[str]) -> list[str]:
     """Where the user's latest request stands when the conversation stops after a reply: waiting on a
-    question the assistant put to the user, or answered (with the reply's headline)."""
+    question the assistant put to the user, or answered (with the reply's headline, unless that is
+    one of the steps left)."""
     if not f.final_text or _open_work(f) or not f.last_request:
         return []
     asked = f"the user's last request (“{clip(f.last_request, 160)}”)"
     said = sentences(f.final_text)
     question = said[-1] if said and said[-1].endswith("?") else ""
-    if question and offered_steps(question):  # the reply ends by offering to go on: that waits on a yes or no
+    if question and offered_steps(question):  # the reply ends by offering to go on: that waits on the user's word
         return [f"{_WAIT_OFFER}“{clip(question, 200)}” (the last reply, to {asked})"]
     if question:
         return [f"Wait for the user's answer to “{clip(question, 200)}” (the last reply, to {asked})"]
-    if not waiting:
-        return []  # the steps that follow say what is left of it
     gist = next(iter(recap_items(f.final_text, 1)), "")
-    return [f"Nothing pending: {asked} was answered" + (f" — {clause(clip(gist, 160))}" if gist else "")
-            + "; wait for the user's next one"]
+    gist = "" if any(norm(gist) in norm(s) for s in steps) else gist
+    answered = f"{asked} was answered" + (f" — {clause(clip(gist, 160))}" if gist else "")
+    if steps:  # the steps say what is left of it; a request that is the Goal is not quoted again
+        goal = norm(f.tasks[0][1]) if len(f.tasks) == 1 else ""
+        return [] if goal and norm(f.last_request) in goal else [answered[0].upper() + answered[1:]]
+    return [f"Nothing pending: {answered}; wait for the user's next one"]
 
 
 def _forbidden(step: str, verbs: set[str]) -> bool:
