@@ -124,6 +124,17 @@ def test_an_answered_request_with_steps_left_still_says_it_was_answered() -> Non
                    "after two seconds”) was answered — The database probe now times out after two seconds")
 
 
+def test_a_last_user_message_nothing_replied_to_is_the_first_next_step() -> None:
+    msgs = [
+        user("Add pagination to the orders list"),
+        final("Added `page` and `per_page` to the orders list; its tests pass."),
+        user("why does the second page repeat the last order of the first one?"),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt.startswith("1. Reply to the user's latest message, not yet answered: “why does the second page "
+                          "repeat the last order of the first one?”")
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

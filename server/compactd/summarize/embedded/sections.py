@@ -270,6 +270,10 @@ def _decision_line(sentence: str) -> str:
 def _next_steps(f: Facts, prev: Previous) -> list[str]:
     steps: list[str] = []
     last_task = f.tasks[-1][1] if f.tasks else None
+    unanswered = f.last_user_seq > f.last_assistant_seq and f.last_request
+    if unanswered and not (last_task and norm(f.last_request) in norm(last_task)):
+        # the user spoke last and nothing replied yet: that message is the first thing to act on
+        steps.append(f"Reply to the user's latest message, not yet answered: “{clip(f.last_request, 300)}”")
     if _open_work(f) and last_task:
         steps.append("Finish: " + goal_text(last_task, 300))
     steps += [t for st, t in f.todos if st == "pending"]
