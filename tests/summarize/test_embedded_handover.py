@@ -135,6 +135,24 @@ def test_a_last_user_message_nothing_replied_to_is_the_first_next_step() -> None
                           "repeat the last order of the first one?”")
 
 
+def test_work_the_agent_called_finished_while_checking_it_is_left_to_report_not_to_finish() -> None:
+    base = [
+        user("Write docs/ARCHITECTURE.md describing the three services and how they talk"),
+        assistant(call("w", "write", path="docs/ARCHITECTURE.md", content="# Architecture\n\nThree services.\n")),
+        result("w", "write", "ok"),
+    ]
+    checking = [*base, assistant(text("I’ve written docs/ARCHITECTURE.md. Let me check its headings."),
+                                 call("g", "bash", command="grep -n '^#' docs/ARCHITECTURE.md"))]
+    nxt = section(summarize(checking), "## Next Steps")
+    assert nxt.startswith("1. Report the finished work to the user once the check under way comes back "
+                          "(the agent: “I’ve written docs/ARCHITECTURE.md.”)")
+    assert "Finish:" not in nxt
+    more = [*base, assistant(text("I've written docs/ARCHITECTURE.md. Now let me add a diagram of the queues."),
+                             call("r", "read", path="docs/queues.md"))]
+    nxt = section(summarize(more), "## Next Steps")
+    assert nxt.startswith("1. Finish: Write docs/ARCHITECTURE.md")  # more work announced: not finished
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

@@ -297,6 +297,27 @@ FIXED_CLAIM = re.compile(r"\b(?:fixed|resolved|now passes|now pass|passes now|wo
 _NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|resolved|pass)", re.IGNORECASE)
 
 
+# The agent says the work is finished, in the first person and the perfect tense ("I've written the
+# report", "All done", "The port is complete"), while it still runs a last check.
+_DONE_CLAIM = re.compile(r"^(?:(?:ok(?:ay)?|great|good|perfect|so)\W+)*(?:(?:i|we)(?:['’]ve| have) (?:now )?(?:finished|completed|"
+                         r"written|implemented|ported|drafted)\b|all done\b|done[.!]|"
+                         r"(?:that|this|it|the [\w -]{1,40}) (?:is|are) (?:now )?(?:complete|done|finished)\b)", re.IGNORECASE)
+
+
+# What an agent does after saying it is finished, when it is only making sure: verify, check, run, test.
+_CHECKING = re.compile(r"\b(?:verify|check|confirm|make sure|ensure|run|test|review|validate|look over)\b", re.IGNORECASE)
+
+
+def only_checking(text: str) -> bool:
+    """Every next action the message announces (none counts) is a check of the work, not more of it."""
+    return all(_CHECKING.search(s) for s in intentions(text))
+
+
+def done_claim(text: str) -> str:
+    """The sentence of an assistant message that says the work is finished ('' when none does)."""
+    return next((clip(s, 200) for s in sentences(text) if _DONE_CLAIM.match(s) and not _NOT_FIXED.search(s)), "")
+
+
 # The agent turns to another way of doing what just failed: "let me use find instead", "I'll try X instead".
 WORKAROUND = re.compile(r"\b(?:use|try|using|trying|switch to|fall back to)\b[^.]{0,60}\binstead\b", re.IGNORECASE)
 

@@ -70,6 +70,7 @@ class Facts:
     last_request: str = ""  # the user's latest message (condensed), whatever kind it is
     recent_steps: list[str] = field(default_factory=list)  # what the agent said it was doing since then
     touched: list[str] = field(default_factory=list)  # files changed since the user's latest request
+    claimed_done: tuple[int, str] = (-1, "")  # the agent saying, since that request, that the work is finished
     last_assistant_seq: int = -1
     narration: list[str] = field(default_factory=list)
     mentions: list[str] = field(default_factory=list)
@@ -189,7 +190,7 @@ class _Pass:
                 x.deferred = clip(cleaned, 200)
         self.last_said = ""
         f.last_user_seq = self.seq
-        f.recent_steps, f.touched = [], []
+        f.recent_steps, f.touched, f.claimed_done = [], [], (-1, "")
         f.last_request = condensed if not dl.is_ack(cleaned) else f.last_request
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":  # in a prompt laid out under headings, the section that states the task
@@ -294,6 +295,11 @@ class _Pass:
             f.last_calls = doing
         if texts and self.seq > f.last_user_seq:  # what the agent said it was doing since the last request
             f.recent_steps = (f.recent_steps + [s for s in dl.intentions(joined)])[-3:]
+            claim = dl.done_claim(joined)
+            if not dl.only_checking(joined):  # more work announced: whatever was said finished is not the end
+                f.claimed_done = (-1, "")
+            elif claim:
+                f.claimed_done = (self.seq, claim)
 
     def prose(self, text: str, *, ends_turn: bool) -> None:
         """What the assistant's own words carry: choices, findings, fixes it reports, plans, recaps."""

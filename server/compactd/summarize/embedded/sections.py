@@ -10,8 +10,9 @@
 - Blocked: errors nothing resolved, verbatim;
 - Key Decisions: the assistant's choices, rejected proposals with the user's reason, the approach
   adopted after a correction, the plan the user accepted;
-- Next Steps: the last open request, the steps of the last plan, what the last answer offered, open
-  errors — never an action the user forbade;
+- Next Steps: a user message nothing answered yet, the last open request (or its report, when the agent
+  called it finished and was only checking), the steps of the last plan, what the last answer offered
+  or left, open errors, where the last request stands — never an action the user forbade;
 - Critical Context: findings, errors, files changed, renames and deletions, names mentioned.
 """
 
@@ -274,7 +275,11 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if unanswered and not (last_task and norm(f.last_request) in norm(last_task)):
         # the user spoke last and nothing replied yet: that message is the first thing to act on
         steps.append(f"Reply to the user's latest message, not yet answered: “{clip(f.last_request, 300)}”")
-    if _open_work(f) and last_task:
+    seq, claim = f.claimed_done
+    checking = f.ends_mid_work and claim and not any(x.seq > seq for x in f.errors)
+    if checking:  # the agent said it is finished and was running a last check: what is left is the report
+        steps.append(f"Report the finished work to the user once the check under way comes back (the agent: “{claim}”)")
+    elif _open_work(f) and last_task:
         steps.append("Finish: " + goal_text(last_task, 300))
     steps += [t for st, t in f.todos if st == "pending"]
     last_recap = f.recaps[-1][0] if f.recaps else -1
