@@ -153,6 +153,21 @@ def test_work_the_agent_called_finished_while_checking_it_is_left_to_report_not_
     assert nxt.startswith("1. Finish: Write docs/ARCHITECTURE.md")  # more work announced: not finished
 
 
+def test_questions_put_to_the_user_with_no_answer_yet_are_what_next_steps_wait_on() -> None:
+    question = {"question": "Which store should the session cache use?",
+                "options": [{"label": "Redis", "description": "shared by every worker"},
+                            {"label": "In-process LRU", "description": "no new service"}]}
+    msgs = [
+        user("Cache the session lookups"),
+        assistant(text("Two ways to do this."), call("q", "AskUserQuestion", questions=[question])),
+    ]
+    out = summarize(msgs)
+    nxt = section(out, "## Next Steps")
+    assert nxt.startswith("1. Wait for the user's answers to the questions put to them: Which store should the "
+                          "session cache use? (options: Redis, In-process LRU)")
+    assert "no result yet" not in section(out, "### In Progress")  # a question, not a call still running
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

@@ -77,6 +77,7 @@ class Facts:
     embedded: list[str] = field(default_factory=list)
     said: list[tuple[int, str, int]] = field(default_factory=list)  # every user message condensed, its weight
     todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
+    asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -478,8 +479,9 @@ class _Pass:
         if not self.tools.committed_once:
             f.uncommitted = []
         # Only the newest assistant message can still be waiting for results.
-        f.pending = [f"{describe(c)} (no result yet)" for c in self.open_calls.values()
-                     if c.seq == f.last_assistant_seq]
+        waiting = [c for c in self.open_calls.values() if c.seq == f.last_assistant_seq]
+        f.pending = [f"{describe(c)} (no result yet)" for c in waiting if c.name not in _ASK_TOOLS]
+        f.asked = [q for c in waiting if c.name in _ASK_TOOLS for q in _questions(c)]
         f.constraints = dedupe(clip(s) for s in f.constraints)
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)
@@ -494,6 +496,17 @@ def printed_head(command: str, output: str) -> str:
     if not lines:
         return ""
     return f"`{clip(command, 100)}` printed: " + clip(" | ".join(" ".join(ln.split()) for ln in lines[:8]), 400)
+
+
+def _questions(call: Call) -> list[str]:
+    """The questions an ask-the-user call puts, each with its options."""
+    out = []
+    for q in call.args.get("questions") or []:
+        if isinstance(q, dict) and q.get("question"):
+            labels = [str(o.get("label", "")) for o in q.get("options") or [] if isinstance(o, dict) and o.get("label")]
+            out.append(clip(str(q["question"]), 200) + (f" (options: {', '.join(clip(lb, 60) for lb in labels[:5])})"
+                                                        if labels else ""))
+    return out or [clip(describe(call), 200)]
 
 
 def after_proposal_reply(p: _Pass, reply: str) -> bool:

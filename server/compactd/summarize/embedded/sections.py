@@ -271,6 +271,8 @@ def _decision_line(sentence: str) -> str:
 def _next_steps(f: Facts, prev: Previous) -> list[str]:
     steps: list[str] = []
     last_task = f.tasks[-1][1] if f.tasks else None
+    if f.asked:  # the agent put questions to the user and the region ends before the answers
+        steps.append("Wait for the user's answers to the questions put to them: " + "; ".join(f.asked))
     unanswered = f.last_user_seq > f.last_assistant_seq and f.last_request
     if unanswered and not (last_task and norm(f.last_request) in norm(last_task)):
         # the user spoke last and nothing replied yet: that message is the first thing to act on
