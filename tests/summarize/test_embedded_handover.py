@@ -168,6 +168,21 @@ def test_questions_put_to_the_user_with_no_answer_yet_are_what_next_steps_wait_o
     assert "no result yet" not in section(out, "### In Progress")  # a question, not a call still running
 
 
+def test_a_plan_put_up_for_approval_with_no_answer_yet_waits_on_the_user_then_its_steps() -> None:
+    plan = ("# Move uploads to object storage\n\n1. Add a storage client behind an interface\n"
+            "2. Write new uploads to the bucket\n3. Backfill the old files with a script")
+    msgs = [
+        user("Plan how to move the uploads off the local disk"),
+        assistant(call("p", "ExitPlanMode", plan=plan)),
+    ]
+    out = summarize(msgs)
+    nxt = section(out, "## Next Steps")
+    assert nxt.startswith("1. Wait for the user to approve the plan put to them (“Move uploads to object storage”), "
+                          "then carry it out")
+    assert "2. Add a storage client behind an interface" in nxt and "Backfill the old files with a script" in nxt
+    assert "no result yet" not in section(out, "### In Progress")
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

@@ -78,6 +78,7 @@ class Facts:
     said: list[tuple[int, str, int]] = field(default_factory=list)  # every user message condensed, its weight
     todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
     asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
+    awaiting_approval: str = ""  # the title of a plan put to the user for approval, the region ending there
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -480,8 +481,12 @@ class _Pass:
             f.uncommitted = []
         # Only the newest assistant message can still be waiting for results.
         waiting = [c for c in self.open_calls.values() if c.seq == f.last_assistant_seq]
-        f.pending = [f"{describe(c)} (no result yet)" for c in waiting if c.name not in _ASK_TOOLS]
+        f.pending = [f"{describe(c)} (no result yet)" for c in waiting if c.name not in (*_ASK_TOOLS, *_PLAN_TOOLS)]
         f.asked = [q for c in waiting if c.name in _ASK_TOOLS for q in _questions(c)]
+        for c in (c for c in waiting if c.name in _PLAN_TOOLS):  # a plan put up for approval, not yet approved
+            plan = str(c.args.get("plan") or "") or self.last_assistant_text
+            f.awaiting_approval = dl.plan_title(plan) or "the plan"
+            f.plan, f.plan_seq, f.plan_accepted = dl.plan_steps(plan, 10) or f.plan, f.last_assistant_seq, False
         f.constraints = dedupe(clip(s) for s in f.constraints)
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)

@@ -273,6 +273,8 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     last_task = f.tasks[-1][1] if f.tasks else None
     if f.asked:  # the agent put questions to the user and the region ends before the answers
         steps.append("Wait for the user's answers to the questions put to them: " + "; ".join(f.asked))
+    if f.awaiting_approval:  # its steps follow, as the plan's
+        steps.append(f"Wait for the user to approve the plan put to them (“{f.awaiting_approval}”), then carry it out")
     unanswered = f.last_user_seq > f.last_assistant_seq and f.last_request
     if unanswered and not (last_task and norm(f.last_request) in norm(last_task)):
         # the user spoke last and nothing replied yet: that message is the first thing to act on
@@ -281,7 +283,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     checking = f.ends_mid_work and claim and not any(x.seq > seq for x in f.errors)
     if checking:  # the agent said it is finished and was running a last check: what is left is the report
         steps.append(f"Report the finished work to the user once the check under way comes back (the agent: “{claim}”)")
-    elif _open_work(f) and last_task:
+    elif _open_work(f) and last_task and not f.awaiting_approval:  # a plan put up is the work of its turn
         steps.append("Finish: " + goal_text(last_task, 300))
     steps += [t for st, t in f.todos if st == "pending"]
     last_recap = f.recaps[-1][0] if f.recaps else -1
