@@ -183,6 +183,21 @@ def test_a_plan_put_up_for_approval_with_no_answer_yet_waits_on_the_user_then_it
     assert "no result yet" not in section(out, "### In Progress")
 
 
+def test_a_turn_the_user_stopped_waits_for_their_direction() -> None:
+    msgs = [
+        user("Regenerate the API client from the new schema"),
+        assistant(text("Regenerating the client."), call("g", "bash", command="make client")),
+        result("g", "bash", "[Request interrupted by user for tool use]"),
+        user("[Request interrupted by user for tool use]"),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt.startswith("1. The user stopped the agent mid-turn (during: Regenerating the client. — `make client`)"
+                          "; wait for their direction before going on")
+    said = [*msgs[:3], user("[Request interrupted by user]\nuse the v2 schema file instead")]
+    nxt = section(summarize(said), "## Next Steps")
+    assert "stopped the agent" not in nxt  # the user said what to do: that is the next thing, not waiting
+
+
 def test_a_commit_is_read_from_what_git_printed_when_the_command_hides_the_message() -> None:
     msgs = [
         user("Commit the parser fix"),

@@ -78,6 +78,7 @@ class Facts:
     said: list[tuple[int, str, int]] = field(default_factory=list)  # every user message condensed, its weight
     todos: list[tuple[str, str]] = field(default_factory=list)  # the agent's latest task list: (status, item)
     asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
+    stopped_seq: int = -1  # where the user last interrupted the agent
     awaiting_approval: str = ""  # the title of a plan put to the user for approval, the region ending there
 
     last_commit_seq: int = -1
@@ -143,6 +144,8 @@ class _Pass:
             self.user_command(bash.group("cmd"), bash.group("rest"))
             return
         turn = read_user(text)
+        if turn.interrupted:
+            f.stopped_seq = self.seq
         if turn.shell:  # the user's own shell command, in the harness's markup
             self.user_command(*turn.shell)
             return
@@ -360,6 +363,7 @@ class _Pass:
         self.open_calls.pop(cid, None)
         text = strip_injected(text_of(msg.get("content")))
         if interrupted(text):
+            self.f.stopped_seq = self.seq
             return
         asked_by_last = call.seq == self.f.last_assistant_seq
         self.f.unreported = ""

@@ -271,6 +271,9 @@ def _decision_line(sentence: str) -> str:
 def _next_steps(f: Facts, prev: Previous) -> list[str]:
     steps: list[str] = []
     last_task = f.tasks[-1][1] if f.tasks else None
+    if f.stopped_seq > max(f.last_assistant_seq, f.last_user_seq):  # stopped, and no word from anyone since
+        steps.append("The user stopped the agent mid-turn" + (f" (during: {clip(f.last_step, 200)})" if f.last_step else "")
+                     + "; wait for their direction before going on")
     if f.asked:  # the agent put questions to the user and the region ends before the answers
         steps.append("Wait for the user's answers to the questions put to them: " + "; ".join(f.asked))
     if f.awaiting_approval:  # its steps follow, as the plan's
