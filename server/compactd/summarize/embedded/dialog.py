@@ -299,9 +299,10 @@ _NOT_FIXED = re.compile(r"\b(?:not|n't|still|yet to be)\b[^.]{0,20}\b(?:fixed|re
 
 # The agent says the work is finished, in the first person and the perfect tense ("I've written the
 # report", "All done", "The port is complete"), while it still runs a last check.
-_DONE_CLAIM = re.compile(r"^(?:(?:ok(?:ay)?|great|good|perfect|so)\W+)*(?:(?:i|we)(?:['’]ve| have) (?:now )?(?:finished|completed|"
-                         r"written|implemented|ported|drafted)\b|all done\b|done[.!]|"
-                         r"(?:that|this|it|the [\w -]{1,40}) (?:is|are) (?:now )?(?:complete|done|finished)\b)", re.IGNORECASE)
+_DONE_CLAIM = re.compile(r"^(?:(?:ok(?:ay)?|great|good|perfect|so)\W+)*"
+                         r"(?:(?:i|we)(?:['’]ve| have) (?:now )?(?:finished|completed|written|implemented|ported|drafted)\b"
+                         r"|all done\b|done[.!]"
+                         r"|(?:that|this|it|the [\w -]{1,40}) (?:is|are) (?:now )?(?:complete|done|finished)\b)", re.IGNORECASE)
 
 
 # What an agent does after saying it is finished, when it is only making sure: verify, check, run, test.
