@@ -36,6 +36,29 @@ describe('launch: failures a person can act on', { timeout: 60_000 }, () => {
     );
   });
 
+  it('a write that loses the race with the exit is dropped, not an EPIPE error', async () => {
+    // A daemon that has stopped reading (closed its stdin, as an exiting process does) but whose
+    // exit Node has not seen yet: the window in which the language client's first write fails.
+    const script = 'import os, sys, time; os.close(0); sys.stderr.write("closed\\n"); sys.stderr.flush(); time.sleep(1)';
+    const launch = serverLaunch(config({ interpreter: pythonExecutable(), 'server.args': ['-c', script] }));
+    let ready: () => void = () => undefined;
+    const closed = new Promise<void>((resolve) => (ready = resolve));
+    const proc = spawnDaemon(launch, { cwd: repoRoot(), clientPid: process.pid, onStderr: (t) => t.includes('closed') && ready() });
+    await closed;
+    const stdin = proc.child.stdin;
+    assert.ok(stdin);
+    const events: unknown[] = [];
+    stdin.on('error', (error) => events.push(error));
+    // Two writes, as a message is framed: its header, then its body.
+    const results = await Promise.all(
+      ['Content-Length: 2\r\n\r\n', '{}'].map((text) => new Promise<unknown>((resolve) => stdin.write(text, 'ascii', resolve))),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    assert.deepEqual(results, [null, null]);
+    assert.deepEqual(events, []);
+    assert.equal((await proc.exited).code, 0);
+  });
+
   it('an interpreter that does not exist', async () => {
     const { exit, failure: f } = await failure({ interpreter: '/nonexistent/python3' });
     assert.equal(exit.spawnError?.code, 'ENOENT');

@@ -1,6 +1,7 @@
 // Starting the daemon process and explaining, in words a person can act on, why it did not start.
 // vscode-free: the extension hands the child process to vscode-languageclient; tests spawn it directly.
 import { spawn } from 'node:child_process';
+import type { Writable } from 'node:stream';
 import type { ChildProcess } from 'node:child_process';
 import type { ExtensionConfig, ServerLaunch } from './settings';
 
@@ -47,6 +48,7 @@ export function spawnDaemon(
     env: launch.env,
     stdio: ['pipe', 'pipe', 'pipe'],
   });
+  if (child.stdin) dropWritesAfterExit(child.stdin);
   const stderr = new StderrTail();
   child.stderr?.setEncoding('utf8');
   child.stderr?.on('data', (text: string) => {
@@ -59,6 +61,22 @@ export function spawnDaemon(
     child.once('close', (code, signal) => resolve({ code, signal }));
   });
   return { child, stderr, exited };
+}
+
+/**
+ * A write that loses the race with the daemon's exit (it could not start, or it crashed) fails with
+ * EPIPE, and the language client's writer leaves that failure as an unhandled rejection in the
+ * extension host's log. The exit itself is what gets reported (the connection closes and the user
+ * is told why from stderr and the exit status), so such a write is dropped instead; any other
+ * write error still fails the write.
+ */
+function dropWritesAfterExit(stdin: Writable): void {
+  const keepOthers = (callback: (error?: Error | null) => void) => (error?: NodeJS.ErrnoException | null) =>
+    callback(error?.code === 'EPIPE' ? null : error);
+  const write = stdin._write.bind(stdin);
+  stdin._write = (chunk, encoding, callback) => write(chunk, encoding, keepOthers(callback));
+  const writev = stdin._writev?.bind(stdin);
+  if (writev) stdin._writev = (chunks, callback) => writev(chunks, keepOthers(callback));
 }
 
 export type LaunchSetting = 'compactd.interpreter' | 'compactd.server.command';
