@@ -4,17 +4,14 @@ transcript shaped like a saved terminal session."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from compactd.session import Session
 
 from bench.quality.claude_console import convert
 
-from ..conftest import REPO_ROOT
+from .converter_cli import convert_file
 
 WELCOME = """\
 claude
@@ -134,14 +131,6 @@ def test_the_summary_after_the_rule_is_the_model_written_one_and_the_rest_is_kep
 
 
 def test_the_converted_file_opens_as_a_linear_pi_session(tmp_path: Path) -> None:
-    source = tmp_path / "day.md"
-    source.write_text(TRANSCRIPT, encoding="utf-8")
-    out, summary = tmp_path / "pi.jsonl", tmp_path / "summary.txt"
-    proc = subprocess.run([sys.executable, "-m", "bench.quality.claude_console", str(source), str(out),
-                           "--compaction", "1", "--summary", str(summary), "--after", "1"],
-                          cwd=REPO_ROOT, capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr
-    assert summary.read_text(encoding="utf-8").endswith("split_lines fixed.")
-    branch = Session.open(out).get_branch()
+    branch, summary = convert_file("bench.quality.claude_console", TRANSCRIPT, tmp_path, "--compaction", "1", "--after", "1")
+    assert summary.endswith("split_lines fixed.")
     assert len(branch) == 14  # 13 before the compaction, 1 kept after it
-    assert [e.get("parentId") for e in branch[1:]] == [e["id"] for e in branch[:-1]]
