@@ -10,6 +10,10 @@ command there too), then come the arguments as SpecStory rendered them (a descri
 or path in backticks, a fenced block with a written file's content or a patch) and, last, the
 output in a ```text (Codex: bare) fence. Messages under `_**Agent - sidechain …**_` are a subagent's
 own turns, which the parent agent never saw (it saw the Task tool's output): they are dropped.
+Cursor's transcripts (`<!-- cursor Session … -->`) lay a tool block out differently: `<details>` on its
+own line or the next, the summary saying what the call did ("Tool use: **run_terminal_cmd** • Run
+command: …", "… • Read file: …"), the command in a ```bash fence and its output in a bare one, and
+`</details>` / `</tool-use>` on separate lines; the same reading applies once that is accounted for.
 
 A compaction shows up as a user message starting "This session is being continued from a previous
 conversation": the summary Claude Code's model wrote of everything before it. `convert(text,
@@ -30,7 +34,8 @@ from typing import Any
 from .claude_code import Converted
 
 _HEADING = re.compile(r"^_\*\*(User|Agent)( - sidechain)?(?: \(([^)]*)\))?\*\*_\s*$")
-_TOOL_OPEN = re.compile(r'^<tool-use data-tool-type="([^"]*)" data-tool-name="([^"]*)"><details>\s*$')
+_TOOL_OPEN = re.compile(r'^<tool-use data-tool-type="([^"]*)" data-tool-name="([^"]*)">(?:<details>)?\s*$')
+_TOOL_CLOSE = ("</details></tool-use>", "</tool-use>")
 _SUMMARY = re.compile(r"^<summary>Tool use: \*\*(.+?)\*\*(.*?)</summary>\s*$")
 _FENCE = re.compile(r"^(`{3,})([\w+-]*)\s*$")
 _CONTINUED = "This session is being continued from a previous conversation"
@@ -83,6 +88,31 @@ def _fences(lines: list[str]) -> tuple[str, list[Fence]]:
     return "\n".join(outside).strip(), fences
 
 
+def _unwrap(body: list[str]) -> list[str]:
+    """A tool block's lines without the `<details>` / `</details>` wrapper lines Cursor's layout adds
+    (Claude Code's and Codex's put them on the tool-use lines themselves)."""
+    while body and body[0].strip() in ("", "<details>"):
+        body = body[1:]
+    while body and body[-1].strip() in ("", "</details>"):
+        body = body[:-1]
+    if body:
+        body = [body[0].strip().removeprefix("<details>").strip()] + body[1:]
+    return body
+
+
+def _inline(after_name: str) -> str:
+    """What a summary line shows after the tool's name: a Codex command in backticks, or Cursor's
+    "• Run command: X" / "• Read file: X" (the X), or its description as written."""
+    text = after_name.strip()
+    if text.startswith("•"):
+        text = text[1:].strip()
+        label, sep, value = text.partition(": ")
+        if sep and label in ("Run command", "Read file", "Edit file", "Write file"):
+            return value.strip()
+        return text
+    return text.strip("`").strip()
+
+
 def _agent_parts(lines: list[str]) -> list[str | Tool]:
     parts: list[str | Tool] = []
     text: list[str] = []
@@ -111,15 +141,17 @@ def _agent_parts(lines: list[str]) -> list[str | Tool]:
             flush()
             body = []
             i += 1
-            while i < len(lines) and not lines[i].startswith("</details></tool-use>"):
+            while i < len(lines) and lines[i].strip() not in _TOOL_CLOSE:
                 body.append(lines[i])
                 i += 1
             i += 1
+            body = _unwrap(body)
             summary = _SUMMARY.match(body[0]) if body else None
-            inline = summary.group(2).strip().strip("`").strip() if summary else ""
+            inline = _inline(summary.group(2)) if summary else ""
             rest = body[1:] if summary else body
             opens = [k for k, ln in enumerate(rest) if _FENCE.match(ln)]
-            if tool.group(1) == "shell" and inline and opens:
+            first = _FENCE.match(rest[opens[0]]) if opens else None
+            if tool.group(1) == "shell" and inline and first is not None and not first.group(2):
                 # Codex: the command is in the summary and the output is one bare fence, which SpecStory
                 # does not escape — a Markdown file printed by `cat` has fences of its own inside
                 prose = "\n".join(rest[: opens[0]]).strip()
