@@ -452,12 +452,41 @@ def plan_items(text: str) -> list[str]:
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
 
 
+# A numbered heading of a plan: "## 1. Add the client", "### Task 2: Backfill", "## Phase 3 — Cut over".
+_STEP_HEADING = re.compile(r"^#{1,6}\s+(?:\w+\s+)?\d+\b[.:)]?\s*\S")
+_NUMBERED = re.compile(r"^\d+[.)]\s")
+
+
 def plan_steps(plan: str, limit: int = 8) -> list[str]:
-    """The steps of a plan written as Markdown: its list items (numbered or bulleted), else its sentences."""
+    """The steps of a plan written as Markdown. Order is what marks steps: numbered headings (each one a
+    step, with its details below it), else numbered items, else any list items, else its sentences.
+    Bullets beside numbered steps are details, files or caveats."""
     lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]  # quoted blocks too
-    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in lines if LIST_MARK.match(ln)]
+    headed: list[list[str]] = []  # each numbered heading, with the first line of text under it
+    under = False
+    for ln in lines:
+        if ln.startswith("#"):
+            under = bool(_STEP_HEADING.match(ln))
+            if under:
+                headed.append([ln.lstrip("#").replace("**", "").strip()])
+        elif under and len(headed[-1]) == 1 and _wordy(ln) and not ln.endswith(":"):
+            headed[-1].append(LIST_MARK.sub("", ln).replace("**", "").strip())
+    steps = [clip(" — ".join(h), 200) for h in headed]
+    numbered = [ln for ln in lines if _NUMBERED.match(ln)]
+    listed = [ln for ln in lines if LIST_MARK.match(ln)]
+    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in (numbered if len(numbered) >= 2 else listed)]
     items = [it for it in items if _wordy(it)]
+    if len(steps) >= 2:
+        return steps[:limit]
     return (items or [clip(s, 200) for s in sentences(plan) if not s.startswith("#")])[:limit]
+
+
+def plan_rules(plan: str) -> list[str]:
+    """The items of a plan that bound the work rather than step through it ("No migration in this
+    change", "Keep the old endpoint"): what the user accepts along with the plan."""
+    lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]
+    items = [LIST_MARK.sub("", ln).replace("**", "").strip() for ln in lines if LIST_MARK.match(ln)]
+    return [clip(it, 160) for it in items if len(it.split()) >= 3 and (_RULE_START.match(it) or CONSTRAINT_RE.search(it))]
 
 
 def plan_title(plan: str) -> str:

@@ -416,6 +416,9 @@ class _Pass:
         steps = dl.plan_steps(plan, 10)
         if steps:
             f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, True
+        bounds = dl.plan_rules(plan)
+        if bounds:  # what the plan rules out or keeps, accepted with it
+            f.constraints.append(clip("Agreed with the plan: " + "; ".join(bounds), 400))
         title = dl.plan_title(plan)
         f.decisions.append(Decision("**Plan approved by the user**" + (f": {title}" if title else ""), self.seq, "switch"))
 

@@ -310,7 +310,8 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
         steps, status = [*steps, *status], []
     if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
-    return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
+    # Most pressing first (a wait, the open request, then the plan's steps): a long plan loses its tail.
+    return dedupe([*status, *steps])[:_CAPS[NEXT]] if steps or status else capped(NEXT, prev.get(NEXT, []))
 
 
 _WAIT_OFFER = "Wait for the user's answer to the offer "

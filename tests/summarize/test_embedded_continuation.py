@@ -1,0 +1,78 @@
+"""Where the work stands and what comes next (issue 25), on small synthetic sessions: the order of
+Next Steps, the steps of a plan, the user's requests and conditions."""
+
+from __future__ import annotations
+
+from compactd.summarize.extractive import extract_summary
+from tests.support.summarizers import make_request
+
+from .test_extractive import assistant, call, result, section, text, user
+
+
+def summarize(msgs: list) -> str:
+    return extract_summary(make_request(messages=msgs))
+
+
+def final(t: str) -> dict:
+    return {"role": "assistant", "content": [text(t)], "stopReason": "stop", "timestamp": 2}
+
+
+def test_a_long_approved_plan_does_not_push_the_open_request_out_of_next_steps() -> None:
+    plan = "# Clean up the exports\n\n" + "\n".join(f"- tidy export module number {i} of the reporting app"
+                                                  for i in range(1, 10))
+    msgs = [
+        user("Plan a cleanup of the reporting exports"),
+        assistant(call("p", "ExitPlanMode", plan=plan)),
+        result("p", "ExitPlanMode", "User has approved your plan."),
+        user("start with the csv writer and keep its public signature"),
+        assistant(text("Starting with the csv writer."), call("r", "read", path="reports/csv_writer.py")),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert nxt.startswith("1. Finish: start with the csv writer")
+    assert "tidy export module number 1 of" in nxt  # the plan's first steps stay, its tail goes
+
+
+_PLAN = """# Plan: search for the docs site
+
+## Context
+- the site has 300 pages
+- builds run on every push
+
+### Step 1: Build an index at deploy time
+- walk the rendered pages
+- write `search.json`
+
+### Step 2: Add the search box
+- a small script that loads `search.json`
+
+## Out of scope
+- No server-side search in this change
+- Keep the current page layout as it is
+"""
+
+
+def test_numbered_headings_are_the_steps_of_an_approved_plan_and_its_bounds_are_kept_as_rules() -> None:
+    msgs = [
+        user("Plan search for the docs site"),
+        assistant(call("p", "ExitPlanMode", plan=_PLAN)),
+        result("p", "ExitPlanMode", "User has approved your plan."),
+    ]
+    out = summarize(msgs)
+    nxt = section(out, "## Next Steps")
+    assert "Step 1: Build an index at deploy time — walk the rendered pages" in nxt  # with its first detail
+    assert "Step 2: Add the search box" in nxt
+    assert "300 pages" not in nxt and "write `search.json`" not in nxt  # the context, and the rest of the details
+    rules = section(out, "## Constraints & Preferences")
+    assert "Agreed with the plan: No server-side search in this change; Keep the current page layout as it is" in rules
+
+
+def test_numbered_items_are_the_steps_when_bullets_list_files_beside_them() -> None:
+    plan = ("# Retry uploads\n\nFiles:\n- `up/client.py` holds the upload client\n- `tests/test_client.py` gets the new test\n\n"
+            "1. Wrap the request in a bounded retry loop\n2. Add a test that fails twice then succeeds")
+    msgs = [
+        user("Plan retries for the upload client"),
+        assistant(call("p", "ExitPlanMode", plan=plan)),
+        result("p", "ExitPlanMode", "User has approved your plan."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "Wrap the request in a bounded retry loop" in nxt and "holds the upload client" not in nxt
