@@ -76,3 +76,49 @@ def test_numbered_items_are_the_steps_when_bullets_list_files_beside_them() -> N
     ]
     nxt = section(summarize(msgs), "## Next Steps")
     assert "Wrap the request in a bounded retry loop" in nxt and "holds the upload client" not in nxt
+
+
+# -- constraints -------------------------------------------------------------------------------
+def rules_of(*messages: str) -> str:
+    msgs: list = []
+    for i, m in enumerate(messages):
+        msgs += [user(m), final(f"Step {i} is done: the change is in place and its tests pass.")]
+    return section(summarize(msgs), "## Constraints & Preferences")
+
+
+def test_the_instructions_after_the_opening_ask_of_a_task_are_rules_with_the_fragments_that_continue_them() -> None:
+    rules = rules_of("Write up the incident from last night as docs/incident.md. Include a timeline of the outage. "
+                     "The alerts that fired. And the follow-up actions with owners. Use UTC for every timestamp. "
+                     "Then commit it.")
+    assert ("Include a timeline of the outage. The alerts that fired. And the follow-up actions with owners."
+            in rules)
+    assert "Use UTC for every timestamp." in rules
+    assert "Write up the incident" not in rules  # the ask itself is the goal
+    assert "Then commit it" not in rules  # a step in sequence, not a rule
+
+
+def test_an_instruction_after_an_opening_phrase_and_a_preference_by_contrast_are_rules() -> None:
+    rules = rules_of("Review the billing module for dead code. In addition to the review, list the three riskiest "
+                     "functions. We test the pricing rules with table-driven cases, not with one test per price. "
+                     "It is a legacy module, not a new one.")
+    assert "In addition to the review, list the three riskiest functions." in rules
+    assert "We test the pricing rules with table-driven cases, not with one test per price." in rules
+    assert "legacy module" not in rules  # a contrast that describes, said by no one about what they do
+
+
+def test_a_rule_that_introduces_an_example_block_keeps_the_blocks_first_lines() -> None:
+    rules = rules_of("Summarize each failing test in the nightly run.\n\nWrite every entry in this format:\n\n"
+                     "```\ntest_name: one-line cause\n  owner: who fixes it\n```\n")
+    assert "Write every entry in this format: “test_name: one-line cause / owner: who fixes it”" in rules
+
+
+def test_a_go_ahead_that_comes_with_a_request_keeps_the_request_as_a_rule() -> None:
+    msgs = [
+        user("Plan the move of the cron jobs to the scheduler service"),
+        final("Plan:\n1. List every cron job\n2. Port them one by one\n\nShould I start with the plan?"),
+        user("go ahead. Could you ask me for all the credentials you need up front? I will be away later."),
+        final("Started: listed the nine cron jobs; I need the scheduler token and the database password."),
+    ]
+    rules = section(summarize(msgs), "## Constraints & Preferences")
+    assert "Could you ask me for all the credentials you need up front?" in rules
+    assert "away later" not in rules

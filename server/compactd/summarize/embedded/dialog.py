@@ -81,6 +81,8 @@ _RULE_START = re.compile(
     r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
     r"ensure|be (?:\w+ly )?(?!done|finished|back|able|there|here)\w+)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
+_APPROVAL = re.compile(r"^(?:yes|yeah|yep|go ahead|proceed|go on|do it|please do|sounds good|lgtm|looks good)\b[^.!?]{0,20}[.!]",
+                       re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
 REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|otherwise|which would|it would|that would|"
@@ -178,8 +180,8 @@ def classify_user(text: str) -> str:
         return "look"
     if words <= 6 and not imperative and not re.search(r"[/`@]\w|\w\.\w", flat):
         return "ack"  # a short reply to the assistant ("yes, fully clean")
-    if _CONTINUE.match(flat):
-        return "ack"  # more of the same task, not a new one
+    if _CONTINUE.match(flat) or (_APPROVAL.match(flat) and not any(_IMPERATIVE.match(p) for p in parts[1:])):
+        return "ack"  # more of the same task, not a new one (what a go-ahead asks along with it: `conditions`)
     if _ACTION.search(flat) or words >= 8:
         return "task"
     return "question" if "?" in flat else "ack"
@@ -194,19 +196,122 @@ _PERCEPTION = re.compile(r"\bi (?:also |just |really )?(?:don'?t|do not|didn'?t)
                          r"wondering)\b.*", re.IGNORECASE)
 
 
-def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
+def constraint_sentences(text: str, *, skip_first: bool = False, instructions: bool = False) -> list[str]:
     """The user's rules in a message; the opening ask of a task (an imperative) is not a rule, nor
-    is what the user says they do not see or recall."""
+    is what the user says they do not see or recall. With `instructions`, the imperatives after the
+    opening ask are rules too (how to do it, what to include), each with the verbless fragments that
+    continue it ("Include the reasons. The trade-offs. And examples.")."""
     out = []
-    for n, s in enumerate(sentences(text)):
-        s = LIST_MARK.sub("", s).strip()
-        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower() or _PERCEIVING.match(s):
+    raw = sentences(text)
+    said = [LIST_MARK.sub("", s).strip() for s in raw]
+    asked = False  # the first imperative is the ask itself (after a lead-in like "Do this:")
+    n = 0
+    while n < len(said):
+        s = said[n]
+        n += 1
+        if n == 1 and (skip_first or _IMPERATIVE.match(s)):
+            asked = True
+            continue
+        if "instead" in s.lower() or _PERCEIVING.match(s):
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
         rest = _PERCEPTION.sub("", s)  # a rule word inside "I don't think ..." rules nothing
-        if CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)):
+        rule = CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)) or (
+            _PREFERENCE.search(rest) and _PREFERS.match(rest))
+        if instructions and _INSTRUCTION.match(s) and not asked and not skip_first:
+            asked = True
+            if not rule:
+                continue
+        if instructions and _INSTRUCTION.match(s) and not _SEQUENCE.match(s):
+            while n < len(said) and _fragment(said[n]) and not LIST_MARK.match(raw[n]):
+                s, n = f"{s} {said[n]}", n + 1
+            out.append(clip(s, 400))
+        elif rule:
             out.append(s)
+    return out
+
+
+# Verbs of instructions about the deliverable, beyond the verbs of work (_ACTION).
+_TELL = (r"suggest|explain|include|describe|format|list|show|give|provide|prepare|verify|confirm|mention|note|focus|"
+         r"reference|compare|summari[sz]e|report|wait|leave|stop|treat|name|label|mark|group|sort|order|structure|"
+         r"highlight|quote|cite|link|ask|answer|respond|reply")
+# An imperative, also after an opening phrase: "In addition to the review, suggest ...", "When done, run ...".
+_INSTRUCTION = re.compile(
+    r"^(?:\W*(?:ok|okay|so|now|then|please|also|and|finally|lastly|first|next)\W+)*"
+    r"(?:(?:in addition(?: to)?|when|once|if|after|before|for|while|in|on|with|during|where)\b[^,]{0,100},\s+)?"
+    r"(?:please\s+)?(?:" + _ACTION.pattern[5:-3] + "|" + _TELL + r")\b", re.IGNORECASE)
+# A step put in sequence ("Start by ...", "Then commit", "After that, ..."): part of the task, not a rule.
+_SEQUENCE = re.compile(r"^(?:\W*(?:ok|okay|so|now|and|please)\W+)*(?:start|begin|first|then|next|after (?:that|this)|"
+                       r"afterwards|once (?:that|this|done)|lastly)\b", re.IGNORECASE)
+_AUX = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|do|does|did|can|could|will|would|should|must|may|might|"
+                  r"shall)\b|^(?:i|we|you|it|this|that|they|he|she|there|here)\b", re.IGNORECASE)
+
+
+def _fragment(sentence: str) -> bool:
+    """A verbless piece that continues the sentence before it: "The trade-offs.", "And an example."."""
+    if sentence.endswith((":", "?")):
+        return False
+    if re.match(r"^(?:and|or|plus|as well as)\b", sentence, re.IGNORECASE):
+        return True
+    return (len(sentence.split()) <= 12 and not _AUX.search(sentence) and not _INSTRUCTION.match(sentence)
+            and not _SEQUENCE.match(sentence) and not re.search(r"\b(?:i|we|you|they|he|she|it)\b", sentence, re.I))
+
+
+# A preference stated by contrast ("X, not Y", "X rather than Y", "better to X than Y"), by the speaker
+# about what they (or their team) do: "We review for design, not style", "Better to skip it than ...".
+_PREFERENCE = re.compile(r",\s*not\s+(?:on|in|for|to|by|as|with|at|a|an|the|just|only)\b|\brather than\b"
+                         r"|\bbetter\b.{0,60}\bthan\b", re.IGNORECASE)
+_PREFERS = re.compile(r"^(?:\W*(?:also|and|so|but)\W+)?(?:we|i|our|my|let'?s|(?:it'?s |it is )?better|prefer)\b", re.I)
+
+
+def example_rules(text: str) -> list[str]:
+    """Rules that introduce an example or a literal block ("Format it like this:", "end with this exact
+    line:") followed by a fenced block: the lead-in with the block's first lines, which say what is meant."""
+    out: list[str] = []
+    paragraph: list[str] = []  # the paragraph before the line (a blank line may separate it from a fence)
+    lines = text.splitlines()
+    blank = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("```"):
+            if stripped:
+                paragraph, blank = ([] if blank else paragraph) + [stripped], False
+            else:
+                blank = True
+            continue
+        lead = next(iter(sentences(" ".join(paragraph))[-1:]), "")
+        paragraph, blank = [], False
+        if not lead.endswith(":") or len(lead.split()) < 4 or not (_INSTRUCTION.match(lead) or CONSTRAINT_RE.search(lead) or _rule_like(lead)):
+            continue
+        block = []
+        for body in lines[i + 1:]:
+            if body.strip().startswith("```") or len(block) == 3:
+                break
+            if body.strip():
+                block.append(body.strip())
+        if block:
+            out.append(clip(f"{lead} “{' / '.join(block)}”", 400))
+    return out
+
+
+# A go-ahead that opens a reply: "ok, proceed", "yes, but ...".
+_GO_AHEAD = re.compile(r"^\W*(?:y|yes|yeah|yep|ok|okay|sure|sounds good|go ahead|proceed|continue|go on|do it|please do|"
+                       r"lgtm|looks good|perfect|great)\b[\s,.!:;—-]*(?:(?:but|and|just|also|though)\b\s*)?", re.IGNORECASE)
+
+
+def conditions(text: str) -> list[str]:
+    """What a go-ahead attaches to the work it approves ("proceed. Could you batch the questions at
+    the start?", "yes, but keep the old endpoint"): its requests and rules after the opener."""
+    flat = " ".join(text.split())
+    m = _GO_AHEAD.match(flat)
+    if not m:
+        return []
+    out = []
+    for s in sentences(flat[m.end():]):
+        request = s.endswith("?") and _REQUEST_QUESTION.match(s)
+        if len(s.split()) >= 3 and (request or _INSTRUCTION.match(s) or _rule_like(s)):
+            out.append(clip(s, 300))
     return out
 
 
@@ -222,13 +327,14 @@ def correction_rules(text: str) -> list[str]:
     return found
 
 
-def task_rules(text: str) -> list[str]:
-    """The rules a task message states: its rule sentences, and its instructions given as lists (whose
-    items are not repeated one by one)."""
+def task_rules(text: str, *, instructions: bool = True) -> list[str]:
+    """The rules a task message states: its rule sentences, its imperatives after the opening ask (unless
+    `instructions` is off: a skill's text is imperative throughout), and its instructions given as lists
+    (whose items are not repeated one by one)."""
     listed = listed_rules(text)
     items = {i for _, its in listed for i in its}
-    return [s for s in constraint_sentences(text) if s not in items] + [clip(f"{lead} {'; '.join(its)}", 300)
-                                                                         for lead, its in listed]
+    return [s for s in constraint_sentences(text, instructions=instructions) if s not in items] + [
+        clip(f"{lead} {'; '.join(its)}", 300) for lead, its in listed]
 
 
 def forbidden_verbs(constraint: str) -> set[str]:

@@ -34,6 +34,7 @@ class Facts:
     tasks: list[tuple[int, str]] = field(default_factory=list)  # (seq, cleaned text)
     corrections: list[tuple[int, str]] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
+    instructions: set[str] = field(default_factory=set)  # constraints that are plain imperatives: the first to go
     forbidden: set[str] = field(default_factory=set)  # stems of actions the user forbade
     user_errors: list[str] = field(default_factory=list)
     done: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, kind, text)
@@ -181,6 +182,7 @@ class _Pass:
                     1 if kind == "task" else 0)
                 f.said.append((self.seq, condensed, weight))
         if kind == "ack":
+            self.rules(dl.conditions(cleaned))  # "proceed, but ...": what the go-ahead comes with
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
             offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
@@ -200,7 +202,9 @@ class _Pass:
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":  # in a prompt laid out under headings, the section that states the task
             f.tasks.append((self.seq, layout.without_headings(layout.task_section(cleaned) or cleaned)))
-            self.rules(dl.task_rules(cleaned))
+            rules = dl.task_rules(cleaned)
+            f.instructions |= {clip(r) for r in set(rules) - set(dl.task_rules(cleaned, instructions=False))}
+            self.rules(rules + dl.example_rules(text))
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
             self.rules(dl.correction_rules(cleaned))
@@ -230,7 +234,7 @@ class _Pass:
         about = " ".join(sentences(layout.without_headings(cleaned))[:2])
         if not f.tasks and about:
             f.tasks.append((self.seq, f"Run the `{name}` skill: {clip(about, 300)}"))
-        self.rules(dl.task_rules(cleaned))
+        self.rules(dl.task_rules(cleaned, instructions=False) + dl.example_rules(instructions))
         f.said.append((self.seq, f"(the `{name}` skill's instructions were loaded)", 0))
 
     def rules(self, found: list[str]) -> None:

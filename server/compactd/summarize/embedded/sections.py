@@ -74,7 +74,8 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
         for k, v in p.items():
             prev.setdefault(k, []).extend(v)
     out.add(GOAL, _goals(f, prev))
-    out.add(CONSTRAINTS, capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints]))
+    rules = capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints])
+    out.add(CONSTRAINTS, rules, ranks=[0 if r in f.instructions else 1 for r in rules])  # plain imperatives go first
     moved, still = _previous_in_progress(f, prev)
     done = _done(f, prev, moved)
     out.add(DONE, [t for _, t in done], ranks=[_DONE_RANK.get(k, 3) for k, _ in done])
