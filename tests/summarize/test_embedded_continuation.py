@@ -122,3 +122,32 @@ def test_a_go_ahead_that_comes_with_a_request_keeps_the_request_as_a_rule() -> N
     rules = section(summarize(msgs), "## Constraints & Preferences")
     assert "Could you ask me for all the credentials you need up front?" in rules
     assert "away later" not in rules
+
+
+# -- decisions ---------------------------------------------------------------------------------
+def test_an_intention_that_says_what_it_leaves_out_is_a_decision() -> None:
+    msgs = [
+        user("Remove the old Python sources now that the Go port is done"),
+        assistant(text("I need to delete the sources under `py/` (not the deploy scripts, the CI still runs them)."),
+                  call("d", "bash", command="rm -r py/")),
+        result("d", "bash", "(no output)"),
+        final("Removed `py/`; the deploy scripts stay."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "not the deploy scripts, the CI still runs them" in decisions
+
+
+def test_a_rejected_short_offer_is_named_by_the_sentence_before_it_and_is_not_done_work() -> None:
+    msgs = [
+        user("Propose where the shared helpers should live"),
+        final("Here is the layout I have in mind, after reading every module.\n\n"
+              "Both the web app and the worker would import the helpers from a new `common/` package.\n\n"
+              "Want me to proceed with this layout?"),
+        user("no, keep them next to the code that uses them, a shared package couples the two deploys"),
+        final("Understood: the helpers stay where they are used."),
+    ]
+    out = summarize(msgs)
+    decisions = section(out, "## Key Decisions")
+    assert ("**Rejected by the user**: Both the web app and the worker would import the helpers from a new "
+            "`common/` package. Want me to proceed with this layout?") in decisions
+    assert "`common/` package" not in section(out, "### Done")  # put forward and refused: not done

@@ -445,9 +445,18 @@ _AGENT = re.compile(r"\b(?:I|I'm|I'll|I've|I'd|we|we'll|we're|we've|let's|our|my
                     re.IGNORECASE)
 
 
+# What the agent is about to do, with what it leaves out on purpose: "I'll delete the generated files
+# (not the fixtures)", "Let me update every caller except the tests".
+_EXCEPT = re.compile(r"\((?:but )?not\b|\((?:except|excluding|keeping|leaving)\b|,\s*(?:but )?not (?:the|a|an|any|its|their)\b"
+                     r"|\bexcept (?:for )?(?:the|a|an|its|their)\b", re.IGNORECASE)
+
+
 def decision_sentences(text: str) -> list[str]:
     out = []
     for s in prose_sentences(text):
+        if NARRATION.match(s) and _EXCEPT.search(s) and not s.endswith("?") and len(s) >= 25:
+            out.append(s.rstrip(":"))  # an intention that says what it leaves out is a choice of scope
+            continue
         m = _DECISION.search(s)
         if not m or NARRATION.match(s) or s.endswith((":", "?")) or len(s) < 25:
             continue

@@ -250,13 +250,15 @@ class _Pass:
             proposal = self.last_assistant_text
             prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s) and not s.endswith(":")]
             steps = dl.plan_items(proposal)
-            key = next(iter(dl.decision_sentences(proposal)), None) or (
+            key = replies.closing_offer(proposal) or next(iter(dl.decision_sentences(proposal)), None) or (
                 "; ".join(steps[:3]) if len(steps) >= 2 else None) or next(
                 (s for s in prose if dl.PROPOSAL.search(s)), prose[0] if prose else "")
             code = [c for c in re.findall(r"`[^`\n]{2,40}`", proposal) if c.strip("`") not in reply][:5]
+            code = [] if "`" in key else code  # names, when the proposal's words name nothing themselves
             text = clip(key, 300) + (f" ({', '.join(code)})" if code else "")
             if f.plan_seq == f.last_assistant_seq:
                 f.plan, f.plan_accepted = [], False  # the rejected plan is no longer the plan
+            f.recaps = [r for r in f.recaps if r[0] != f.last_assistant_seq]  # what it put forward was not done
             f.decisions = [d for d in f.decisions if d.seq != f.last_assistant_seq or d.kind != "assistant"]
             f.decisions.append(Decision(text, f.last_assistant_seq, "rejected", dl.user_reason(reply)))
         else:
