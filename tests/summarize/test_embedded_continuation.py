@@ -151,3 +151,17 @@ def test_a_rejected_short_offer_is_named_by_the_sentence_before_it_and_is_not_do
     assert ("**Rejected by the user**: Both the web app and the worker would import the helpers from a new "
             "`common/` package. Want me to proceed with this layout?") in decisions
     assert "`common/` package" not in section(out, "### Done")  # put forward and refused: not done
+
+
+def test_a_task_list_the_todo_tool_shows_as_checkboxes_gives_the_open_items() -> None:
+    shown = "☒ Read the three importers\n☒ Move the shared parsing into one module\n☐ Switch the CLI to the new module\n☐ Delete the old parsers"
+    msgs = [
+        user("Unify the three CSV importers"),
+        assistant(text("Updating the task list."), call("t", "todo")),
+        result("t", "todo", shown),
+        assistant(text("Now the CLI."), call("r", "read", path="cli/main.py")),
+    ]
+    out = summarize(msgs)
+    nxt = section(out, "## Next Steps")
+    assert "Switch the CLI to the new module" in nxt and "Delete the old parsers" in nxt
+    assert "Move the shared parsing into one module" in section(out, "### Done")

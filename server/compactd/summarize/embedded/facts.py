@@ -23,7 +23,7 @@ _SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
 _EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create", "notebookedit")
 # The agent's own task list (a todo tool that rewrites the whole list), a plan put to the user for
 # approval, and work handed to a sub-agent whose report comes back as the result.
-_TODO_TOOLS = ("todowrite", "todo_write", "update_plan")
+_TODO_TOOLS = ("todowrite", "todo_write", "update_plan", "todo", "todos")
 _PLAN_TOOLS = ("exitplanmode", "exit_plan_mode")
 _AGENT_TOOLS = ("task", "agent", "subagent", "dispatch_agent")
 _ASK_TOOLS = ("askuserquestion", "ask_user", "ask_user_question")
@@ -381,6 +381,9 @@ class _Pass:
             self.declined(call, said)
             return
         if call.name in _TODO_TOOLS:
+            listed = checklist(text)
+            if listed and not self.f.todos:  # the list as the tool showed it, when its arguments do not carry it
+                self.f.todos = listed
             return
         if call.name in _PLAN_TOOLS:
             self.plan_presented(call)
@@ -504,6 +507,17 @@ class _Pass:
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)
         return f
+
+
+_CHECKBOX = re.compile(r"^\s*(?:[-*]\s+)?(?:(?P<done>☒|☑|✅|✔|\[[xX]\])|(?P<open>☐|◻|□|\[ \]))\s*(?P<item>\S.*)$")
+
+
+def checklist(text: str) -> list[tuple[str, str]]:
+    """A task list shown as checkboxes (☒ done, ☐ open): (status, item) per line, '' when it is not one."""
+    found = [m for m in (_CHECKBOX.match(ln) for ln in text.splitlines()) if m]
+    if len(found) < 2:
+        return []
+    return [("completed" if m.group("done") else "pending", clip(m.group("item").strip(), 200)) for m in found]
 
 
 def printed_head(command: str, output: str) -> str:
