@@ -165,3 +165,24 @@ def test_a_task_list_the_todo_tool_shows_as_checkboxes_gives_the_open_items() ->
     nxt = section(out, "## Next Steps")
     assert "Switch the CLI to the new module" in nxt and "Delete the old parsers" in nxt
     assert "Move the shared parsing into one module" in section(out, "### Done")
+
+
+def test_a_final_reply_that_says_what_is_still_to_do_gives_it_as_a_next_step() -> None:
+    msgs = [
+        user("Add rate limiting to the public API"),
+        final("Added a token bucket per API key in `middleware/limit.py`; the unit tests pass. "
+              "The admin routes still need an exemption, since the dashboard polls them every second."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "The admin routes still need an exemption, since the dashboard polls them every second." in nxt
+
+
+def test_work_the_user_puts_off_until_later_is_a_later_step_and_a_sequence_step_is_not() -> None:
+    msgs = [
+        user("Fix the flaky upload test. Once the release branch is cut, we need to drop the old retry flag. "
+             "After that, you can look at the logs."),
+        final("The upload test was flaky because of a shared temp dir; each test gets its own now."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "Later, as the user said: “Once the release branch is cut, we need to drop the old retry flag.”" in nxt
+    assert "look at the logs" not in nxt

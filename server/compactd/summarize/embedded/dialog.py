@@ -295,6 +295,18 @@ def example_rules(text: str) -> list[str]:
     return out
 
 
+# Work the user puts off until something else has happened: "Once this is merged, we need to add X".
+_LATER = re.compile(r"^(?:\W*\w+:\s*)?(?:once|after|when)(?: [^,\s]+){3,20}, (?:we|you|I)(?:'ll| will)? (?:still )?"
+                    r"(?:need to|should|must|have to|want to)\b|^(?:later|afterwards|as a follow-?up|in a "
+                    r"follow-?up)\b,? (?:we|you)\b", re.IGNORECASE)
+
+
+def follow_ups(text: str) -> list[str]:
+    """The user's sentences that put work off until later (a follow-up, not part of the current task)."""
+    return [clip(s, 300) for s in (LIST_MARK.sub("", x).strip() for x in sentences(text))
+            if _LATER.match(s) and not s.endswith("?")]
+
+
 # A go-ahead that opens a reply: "ok, proceed", "yes, but ...".
 _GO_AHEAD = re.compile(r"^\W*(?:y|yes|yeah|yep|ok|okay|sure|sounds good|go ahead|proceed|continue|go on|do it|please do|"
                        r"lgtm|looks good|perfect|great)\b[\s,.!:;—-]*(?:(?:but|and|just|also|though)\b\s*)?", re.IGNORECASE)

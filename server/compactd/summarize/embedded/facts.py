@@ -35,6 +35,7 @@ class Facts:
     corrections: list[tuple[int, str]] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
     instructions: set[str] = field(default_factory=set)  # constraints that are plain imperatives: the first to go
+    later: list[str] = field(default_factory=list)  # work the user put off until something else happens
     forbidden: set[str] = field(default_factory=set)  # stems of actions the user forbade
     user_errors: list[str] = field(default_factory=list)
     done: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, kind, text)
@@ -192,6 +193,7 @@ class _Pass:
                 f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
                                             self.seq, "switch"))
             return
+        f.later.extend(dl.follow_ups(cleaned))
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
                 x.deferred = clip(cleaned, 200)

@@ -303,6 +303,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
             steps.append(f"Run `{fam}` again")
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
+    steps += [f"Later, as the user said: “{t}”" for t in f.later[-2:]]
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, steps)
     if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
@@ -370,9 +371,19 @@ def offered_steps(final_text: str) -> list[str]:
     for s in sentences(final_text)[-4:]:
         if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
             steps.append(clip("Offered: " + s, 300))
-        elif re.match(r"^next(?: is| up| step)?\b", s, re.I) and not s.endswith(":"):
+        elif (re.match(r"^next(?: is| up| step)?\b", s, re.I) or _STILL_TO_DO.search(s)) and not s.endswith(":"):
             steps.append(clip(s, 300))
     return steps
+
+
+# A sentence that says what is left: "The next step is ...", "X still needs a test", "What remains is ...",
+# "Once that is merged, we can ...".
+_STILL_TO_DO = re.compile(
+    r"^(?:the )?(?:next|remaining|outstanding|last) (?:step|thing|task|piece|part)s? (?:is|are|would be|will be)\b"
+    r"|^what(?:'s| is) (?:left|remaining)\b|^what remains\b|\bstill (?:needs?|has to|have to|requires?)\b"
+    r"|\b(?:is|are) still (?:missing|pending|open|to do|untested|unimplemented)\b"
+    r"|^(?:once|after|when) [^,]{3,100}, (?:we|you|I)(?: still)? (?:can|could|should|will need to|need to|must)\b",
+    re.IGNORECASE)
 
 
 def _critical(out: Lines, f: Facts, prev: Previous) -> None:
