@@ -186,3 +186,13 @@ def test_work_the_user_puts_off_until_later_is_a_later_step_and_a_sequence_step_
     nxt = section(summarize(msgs), "## Next Steps")
     assert "Later, as the user said: “Once the release branch is cut, we need to drop the old retry flag.”" in nxt
     assert "look at the logs" not in nxt
+
+
+def test_a_reply_the_user_dictates_in_quotes_is_not_taken_for_their_thanks() -> None:
+    msgs = [
+        user("made a few more tweaks. commit and push, then answer the issue with \"Thanks for the report, this is "
+             "fixed in the next release\""),
+        final("Committed and pushed; commented on the issue."),
+    ]
+    goal = section(summarize(msgs), "## Goal")
+    assert "answer the issue with \"Thanks for the report, this is fixed in the next release\"" in goal

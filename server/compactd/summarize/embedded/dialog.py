@@ -642,9 +642,10 @@ _KEEP = re.compile(r"^be\b|\b(?:because|since|so that|otherwise|instead|rather|r
                    r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
 
 
-# Greetings, thanks and praise: the polite frame of a message, not what it asks.
+# Greetings, thanks and praise: the polite frame of a message, not what it asks (thanks inside a quote are
+# words the user dictates, not politeness).
 _POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
-                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|.{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
+                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|[^\"“'`]{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
                      re.IGNORECASE)
 
 
