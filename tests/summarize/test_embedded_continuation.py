@@ -196,3 +196,31 @@ def test_a_reply_the_user_dictates_in_quotes_is_not_taken_for_their_thanks() -> 
     ]
     goal = section(summarize(msgs), "## Goal")
     assert "answer the issue with \"Thanks for the report, this is fixed in the next release\"" in goal
+
+
+def test_under_a_tight_budget_in_progress_keeps_what_the_agent_was_doing_before_the_file_lists() -> None:
+    msgs = [user("Split the reporting module into one file per report")]
+    for i in range(12):
+        msgs += [assistant(call(f"e{i}", "edit", path=f"reports/report_number_{i}_with_a_long_name.py", oldText="x = 1\n",
+                                newText=f"def build_report_{i}():\n    # builds report {i} from the warehouse rows\n    ...\n")),
+                 result(f"e{i}", "edit", "ok")]
+    msgs.append(assistant(text("Now let me wire the new report modules into the scheduler registry."),
+                          call("r", "read", path="scheduler/registry.py")))
+    out = extract_summary(make_request(messages=msgs, max_tokens=400))
+    progress = section(out, "### In Progress")
+    assert "Doing: Now let me wire the new report modules into the scheduler registry" in progress
+    assert "Changed since the latest request" not in progress  # the file list goes first
+
+
+def test_a_correction_that_is_the_latest_request_is_quoted_once_in_progress() -> None:
+    msgs = [
+        user("Cache the exchange rates for an hour"),
+        assistant(text("Caching them in a module-level dict."),
+                  call("e", "edit", path="fx/rates.py", oldText="def rate(c):\n", newText="_CACHE = {}\ndef rate(c):\n")),
+        result("e", "edit", "ok"),
+        user("no, use the shared redis cache, the workers are separate processes"),
+        assistant(text("Switching to the redis cache."), call("r", "read", path="fx/cache.py")),
+    ]
+    progress = section(summarize(msgs), "### In Progress")
+    assert progress.count("use the shared redis cache") == 1
+    assert "Reworking it after the user's correction" in progress

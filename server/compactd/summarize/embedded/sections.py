@@ -79,7 +79,8 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     moved, still = _previous_in_progress(f, prev)
     done = _done(f, prev, moved)
     out.add(DONE, [t for _, t in done], ranks=[_DONE_RANK.get(k, 3) for k, _ in done])
-    out.add(IN_PROGRESS, capped(IN_PROGRESS, [*still, *_in_progress(f)]))
+    progress = capped(IN_PROGRESS, [*still, *_in_progress(f)])
+    out.add(IN_PROGRESS, progress, ranks=[_progress_rank(t) for t in progress])
     out.add(BLOCKED, capped(BLOCKED, [*_previous_blocked(f, prev), *_blocked(f)]))
     out.add(DECISIONS, _decisions(f, prev))
     out.add(NEXT, _next_steps(f, prev))
@@ -207,14 +208,27 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     return items[-_CAPS[DONE]:]
 
 
+# Which In Progress lines stay longest when the budget is tight: what the agent was doing and what the
+# user last asked, before the lists of files and the steps set out (the order they are written in).
+_PROGRESS_RANKS = (("Doing: ", 6), ("Last step: ", 6), ("Working on: ", 6), ("Reworking it", 5), ("Latest request: ", 5),
+                   ("Last result", 4), ("Steps set out", 2), ("Changed since", 1), ("Uncommitted", 1))
+
+
+def _progress_rank(line: str) -> int:
+    return next((rank for label, rank in _PROGRESS_RANKS if line.startswith(label)), 3)
+
+
 def _in_progress(f: Facts) -> list[str]:
     items: list[str] = []
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
     if open_work and last_task and len(f.tasks) > 1:  # the only task is the Goal, whole under Next Steps
         items.append("Working on: " + goal_text(last_task, 160))
-    if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
-                                         and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
+    last = f.corrections[-1] if f.corrections else None
+    reworking = bool(open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]))
+    if open_work and f.last_request and not (reworking and last and last[0] == f.last_user_seq) and (
+            not last_task or norm(f.last_request) not in norm(last_task)
+            and norm(goal_text(last_task, 300)) not in norm(f.last_request)):  # (a correction is quoted below)
         items.append("Latest request: " + f.last_request)
     if f.ends_mid_work and f.recent_steps:  # what the agent said it was doing, and its last calls
         items.append("Doing: " + joined(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
@@ -223,12 +237,11 @@ def _in_progress(f: Facts) -> list[str]:
     if f.ends_mid_work and not f.pending and f.unreported:  # what the next message would have reported
         items.append("Last result, not yet reported: " + f.unreported)
     if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
-        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
+        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-5:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
         items.append("Steps set out for it: " + clip(joined(f.working_plan), 400))
-    last = f.corrections[-1] if f.corrections else None
-    if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
-        items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
+    if reworking and last:
+        items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 240)}"')
     items += ["Working on: " + t for st, t in f.todos if st == "in_progress"]
     if f.uncommitted:
         items.append("Uncommitted changes: " + ", ".join(f.show(p) for p in f.uncommitted[-8:]))
