@@ -224,3 +224,30 @@ def test_a_correction_that_is_the_latest_request_is_quoted_once_in_progress() ->
     progress = section(summarize(msgs), "### In Progress")
     assert progress.count("use the shared redis cache") == 1
     assert "Reworking it after the user's correction" in progress
+
+
+def test_under_a_tight_budget_the_users_refusal_outlasts_the_agents_own_choices() -> None:
+    msgs = [
+        user("Speed up the nightly export"),
+        final("I could stream the rows instead of loading them all. Want me to do that?"),
+        user("no, the export has to stay one transaction, the auditors read it as a snapshot"),
+    ]
+    for i in range(10):
+        msgs += [assistant(text(f"I'll use batch size {i * 100 + 500} for table number {i} rather than the default, "
+                                f"because table {i} has wide rows."),
+                           call(f"e{i}", "edit", path=f"export/table_{i}.py", oldText="n = 1\n", newText=f"n = {i}\n")),
+                 result(f"e{i}", "edit", "ok")]
+    out = extract_summary(make_request(messages=msgs, max_tokens=450))
+    decisions = section(out, "## Key Decisions")
+    assert "**Rejected by the user**" in decisions and "auditors read it as a snapshot" in decisions
+
+
+def test_as_inside_a_clause_is_not_where_the_users_reason_starts() -> None:
+    msgs = [
+        user("Speed up the nightly export"),
+        final("I could stream the rows instead of loading them all. Want me to do that?"),
+        user("no, the export has to stay one transaction, the auditors read it as a snapshot"),
+        final("Understood, it stays one transaction."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "— the export has to stay one transaction, the auditors read it as a snapshot" in decisions

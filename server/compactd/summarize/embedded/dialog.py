@@ -85,8 +85,8 @@ _APPROVAL = re.compile(r"^(?:yes|yeah|yep|go ahead|proceed|go on|do it|please do
                        re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
-REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|otherwise|which would|it would|that would|"
-                    r"it'd|we need|it needs)\s+", re.IGNORECASE)
+REASON = re.compile(r"\s*(?:[,;—–-]+\s*as|(?:[,;—–-]+\s*|\s)(?:because|since|so that|otherwise|which would|it would|"
+                    r"that would|it'd|we need|it needs))\s+", re.IGNORECASE)  # "as" gives a reason only after a comma
 
 
 # A unified diff pasted into a message: its header starts it; hunk lines (+, -, space, @@) continue it.

@@ -82,7 +82,8 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
     progress = capped(IN_PROGRESS, [*still, *_in_progress(f)])
     out.add(IN_PROGRESS, progress, ranks=[_progress_rank(t) for t in progress])
     out.add(BLOCKED, capped(BLOCKED, [*_previous_blocked(f, prev), *_blocked(f)]))
-    out.add(DECISIONS, _decisions(f, prev))
+    decisions = _decisions(f, prev)
+    out.add(DECISIONS, decisions, ranks=[_decision_rank(d) for d in decisions])
     out.add(NEXT, _next_steps(f, prev))
     if kind == SummaryKind.HISTORY:
         _critical(out, f, prev)
@@ -273,6 +274,14 @@ def _decisions(f: Facts, prev: Previous) -> list[str]:
         idx = next((i for i, (k, _) in enumerate(items) if k in ("assistant", "prev")), 0)
         items.pop(idx)
     return dedupe(t for _, t in items)
+
+
+# What the user chose, refused or agreed to outlasts the agent's own choices under a tight budget.
+_USERS_CALL = ("**Rejected by the user**", "**User", "**Adopted instead**", "**Plan agreed", "**Plan approved", "**Use `")
+
+
+def _decision_rank(line: str) -> int:
+    return 2 if line.startswith(_USERS_CALL) else 1
 
 
 def _decision_line(sentence: str) -> str:
