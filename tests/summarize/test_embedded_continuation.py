@@ -251,3 +251,16 @@ def test_as_inside_a_clause_is_not_where_the_users_reason_starts() -> None:
     ]
     decisions = section(summarize(msgs), "## Key Decisions")
     assert "— the export has to stay one transaction, the auditors read it as a snapshot" in decisions
+
+
+def test_a_question_without_its_question_mark_is_not_a_task_to_finish() -> None:
+    msgs = [
+        user("Migrate the settings page to the new form library"),
+        assistant(text("Reading the page first."), call("r", "read", path="web/settings.tsx")),
+        result("r", "read", "export function Settings() { return null }"),
+        user("why does it read the whole page one screen at a time"),
+        assistant(text("Reading it whole now."), call("r2", "read", path="web/settings.tsx")),
+    ]
+    out = summarize(msgs)
+    assert "why does it read" not in section(out, "## Goal")
+    assert section(out, "## Next Steps").startswith("1. Finish: Migrate the settings page to the new form library")

@@ -83,6 +83,9 @@ _RULE_START = re.compile(
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
 _APPROVAL = re.compile(r"^(?:yes|yeah|yep|go ahead|proceed|go on|do it|please do|sounds good|lgtm|looks good)\b[^.!?]{0,20}[.!]",
                        re.IGNORECASE)
+# A question by its first word, with or without its question mark: "why does it ...", "how come ...".
+_WH_OPENER = re.compile(r"^(?:\W*(?:ok|okay|so|but|and|hm+|wait)\W+)*(?:why|how come|how|what|where|when|which|who)\s+"
+                        r"(?:do|does|did|is|are|was|were|would|will|can|could|should|have|has)\b", re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
 REASON = re.compile(r"\s*(?:[,;—–-]+\s*as|(?:[,;—–-]+\s*|\s)(?:because|since|so that|otherwise|which would|it would|"
@@ -172,7 +175,8 @@ def classify_user(text: str) -> str:
     parts = sentences(text) or [flat]
     imperative = any(_IMPERATIVE.match(c) and not _RULE_START.match(c) for p in parts for c in _clauses(p))
     imperative = imperative or bool(_TASK_STATEMENT.search(flat))
-    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
+    asks = parts[0].endswith("?") or (_WH_OPENER.match(parts[0]) and len(parts) == 1)  # "?" is often left off
+    if asks and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
         return "question"
     if not imperative and any(_rule_like(p) for p in parts):
         return "rule"
