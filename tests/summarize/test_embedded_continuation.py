@@ -264,3 +264,17 @@ def test_a_question_without_its_question_mark_is_not_a_task_to_finish() -> None:
     out = summarize(msgs)
     assert "why does it read" not in section(out, "## Goal")
     assert section(out, "## Next Steps").startswith("1. Finish: Migrate the settings page to the new form library")
+
+
+def test_lines_that_map_one_thing_to_another_are_kept_as_the_users_words() -> None:
+    msgs = [
+        user("Propose a layout for the helpers that are now shared by the web app and the worker"),
+        final("I'd put every helper into a new `shared/` package at the top. Want me to move them there?"),
+        user("no, that's too flat.\n\nmail helpers -> web/mail\nqueue helpers -> worker/queue\n"
+             "date and money formatting -> common/format\nretry and backoff helpers -> common/retry\n"
+             "feature flag lookups and the settings cache -> common/config\n\n"
+             "the worker image is built separately from the web image and it should stay small, so keep that in mind "
+             "when you sort out the rest of the helpers that I did not list here"),
+    ]
+    said = section(summarize(msgs), "## User Messages")
+    assert "mail helpers -> web/mail" in said  # a mapping line is kept whole, not lost in a joined paragraph

@@ -646,6 +646,11 @@ _KEEP = re.compile(r"^be\b|\b(?:because|since|so that|otherwise|instead|rather|r
                    r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
 
 
+# A line that maps one thing to another ("tools -> core/tools", "old_name → new_name"): what the user
+# wants moved, renamed or replaced, written as an arrow.
+_MAPPING = re.compile(r"\S\s*(?:->|→|=>)\s*\S")
+
+
 # Greetings, thanks and praise: the polite frame of a message, not what it asks (thanks inside a quote are
 # words the user dictates, not politeness).
 _POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
@@ -664,6 +669,7 @@ def unwrapped(text: str) -> str:
         s = line.strip()
         prev = out[-1] if out else ""
         if (s and prev.strip() and not LIST_MARK.match(line) and not s.startswith(("```", "#", "|"))
+                and not _MAPPING.search(s) and not _MAPPING.search(prev)  # "a -> b" lines are one item each
                 and not prev.strip().startswith(("```", "|")) and not prev.rstrip().endswith((":", "```"))):
             out[-1] = prev.rstrip() + " " + s
         else:
@@ -686,7 +692,7 @@ def condense(text: str, limit: int = 240) -> str:
     def weight(p: str) -> int:  # rules first, then asks and reasons, then the rest
         if CONSTRAINT_RE.search(p) or _rule_like(p):
             return 2
-        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items else 0
+        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items or _MAPPING.search(p) else 0
 
     chosen = {0}
     used = len(parts[0])
