@@ -278,3 +278,13 @@ def test_lines_that_map_one_thing_to_another_are_kept_as_the_users_words() -> No
     ]
     said = section(summarize(msgs), "## User Messages")
     assert "mail helpers -> web/mail" in said  # a mapping line is kept whole, not lost in a joined paragraph
+
+
+def test_an_offer_made_as_a_statement_is_an_offered_next_step() -> None:
+    msgs = [
+        user("Find out why the signup emails go to spam"),
+        final("The sending domain has no DKIM record, so most providers mark the mails as spam. "
+              "Let me know if you'd like me to draft the DNS records for it."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "Offered: Let me know if you'd like me to draft the DNS records for it." in nxt

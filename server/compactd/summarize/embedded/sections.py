@@ -391,7 +391,9 @@ def offered_steps(final_text: str) -> list[str]:
         elif in_next:
             in_next = False
     for s in sentences(final_text)[-4:]:
-        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
+        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to|(?:let me know|tell me) "
+                     r"if you(?:'d| would)? (?:like|want) me to|if you(?:'d| would)? like,? I can|if you want,? I can)\b",
+                     s, re.I):
             steps.append(clip("Offered: " + s, 300))
         elif (re.match(r"^next(?: is| up| step)?\b", s, re.I) or _STILL_TO_DO.search(s)) and not s.endswith(":"):
             steps.append(clip(s, 300))
