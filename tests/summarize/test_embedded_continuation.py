@@ -288,3 +288,9 @@ def test_an_offer_made_as_a_statement_is_an_offered_next_step() -> None:
     ]
     nxt = section(summarize(msgs), "## Next Steps")
     assert "Offered: Let me know if you'd like me to draft the DNS records for it." in nxt
+
+
+def test_a_rule_said_along_with_a_question_is_kept() -> None:
+    rules = rules_of("Add an export button to the invoices page",
+                     "What does the audit job read from the invoices table? Don't change the audit job itself.")
+    assert "Don't change the audit job itself." in rules

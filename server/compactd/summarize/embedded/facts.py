@@ -217,8 +217,10 @@ class _Pass:
         elif kind == "direction":
             self.rules(dl.constraint_sentences(cleaned))
             f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
-        # questions and requests to look at something: asked in passing, neither work nor rules; what the
-        # next read-only command shows answers them
+        else:  # a question or a request to look: not work, but a rule said along with it holds
+            self.rules(dl.constraint_sentences(cleaned, skip_first=True))
+        # questions and requests to look at something: asked in passing, not work; what the next
+        # read-only command shows answers them
         self.tools.asked = kind == "look"
 
     def command_invoked(self, invocation: str) -> None:
