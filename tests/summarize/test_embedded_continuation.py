@@ -294,3 +294,14 @@ def test_a_rule_said_along_with_a_question_is_kept() -> None:
     rules = rules_of("Add an export button to the invoices page",
                      "What does the audit job read from the invoices table? Don't change the audit job itself.")
     assert "Don't change the audit job itself." in rules
+
+
+def test_a_choice_the_user_settles_inside_a_task_message_is_a_decision() -> None:
+    msgs = [
+        user("Add full-text search to the notes app. Let's go with SQLite FTS5 rather than a separate search "
+             "server, the app ships as one binary."),
+        final("Added an FTS5 table and a `search` command."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert ("**User**: \"Let's go with SQLite FTS5 rather than a separate search server, the app ships as one binary.\""
+            in decisions)

@@ -517,6 +517,19 @@ def _not_chosen(text: str, sentence: str) -> str:
     return " (not chosen: " + "; ".join(others[:3]) + ")"
 
 
+# The user settling how something is done, inside a task: "use the queue rather than a thread", "let's go
+# with Postgres", "switch the client to httpx".
+_USER_CHOICE = re.compile(r"\b(?:instead of|rather than|(?:let'?s|we'?ll|i'?ll) (?:go with|use|stick with|keep)|go with|"
+                          r"switch(?:ing)? (?:\w+ )?to|stick with|settle on|opt for)\b", re.IGNORECASE)
+
+
+def user_choices(text: str) -> list[str]:
+    """The sentences of a user's task message that settle how it is done (a decision of the user's); the
+    opening one states the task (it is the Goal)."""
+    return [clip(s, 300) for s in prose_sentences(text)[1:]
+            if _USER_CHOICE.search(s) and not s.endswith("?") and len(s.split()) >= 4]
+
+
 def finding_sentences(text: str) -> list[str]:
     return [s for s in prose_sentences(text)
             if _FINDING.search(s) and not NARRATION.match(s) and not s.endswith(("?", ":")) and 25 <= len(s) <= 400

@@ -207,6 +207,7 @@ class _Pass:
             rules = dl.task_rules(cleaned)
             f.instructions |= {clip(r) for r in set(rules) - set(dl.task_rules(cleaned, instructions=False))}
             self.rules(rules + dl.example_rules(text))
+            f.decisions += [Decision(f'"{c}"', self.seq, "user") for c in dl.user_choices(cleaned)]
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
             self.rules(dl.correction_rules(cleaned))
