@@ -305,3 +305,13 @@ def test_a_choice_the_user_settles_inside_a_task_message_is_a_decision() -> None
     decisions = section(summarize(msgs), "## Key Decisions")
     assert ("**User**: \"Let's go with SQLite FTS5 rather than a separate search server, the app ships as one binary.\""
             in decisions)
+
+
+def test_a_choice_announced_as_what_comes_next_is_a_decision() -> None:
+    msgs = [
+        user("Make the image resizer faster"),
+        final("Two options: resize on upload, or resize lazily on first request. "
+              "Let's go with resizing on upload, since every image is shown at least once."),
+    ]
+    decisions = section(summarize(msgs), "## Key Decisions")
+    assert "Let's go with resizing on upload" in decisions and "every image is shown at least once" in decisions

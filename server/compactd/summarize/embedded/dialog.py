@@ -467,6 +467,9 @@ _EXCEPT = re.compile(r"\((?:but )?not\b|\((?:except|excluding|keeping|leaving)\b
                      r"|\bexcept (?:for )?(?:the|a|an|its|their)\b", re.IGNORECASE)
 
 
+_NARRATED_CHOICE = re.compile(r"\b(?:go with|going with|settle on|opt for|stick with|chose|decided)\b", re.IGNORECASE)
+
+
 def decision_sentences(text: str) -> list[str]:
     out = []
     for s in prose_sentences(text):
@@ -474,7 +477,8 @@ def decision_sentences(text: str) -> list[str]:
             out.append(s.rstrip(":"))  # an intention that says what it leaves out is a choice of scope
             continue
         m = _DECISION.search(s)
-        if not m or NARRATION.match(s) or s.endswith((":", "?")) or len(s) < 25:
+        narrated = NARRATION.match(s) and not _NARRATED_CHOICE.search(s)  # "Let's go with X" still chooses
+        if not m or narrated or s.endswith((":", "?")) or len(s) < 25:
             continue
         only_compares = all(_COMPARISON_ONLY.fullmatch(x.group(0)) for x in _DECISION.finditer(s))
         if only_compares and not _AGENT.search(s):
