@@ -154,7 +154,8 @@ def test_a_rejected_short_offer_is_named_by_the_sentence_before_it_and_is_not_do
 
 
 def test_a_task_list_the_todo_tool_shows_as_checkboxes_gives_the_open_items() -> None:
-    shown = "☒ Read the three importers\n☒ Move the shared parsing into one module\n☐ Switch the CLI to the new module\n☐ Delete the old parsers"
+    shown = ("☒ Read the three importers\n☒ Move the shared parsing into one module\n"
+             "☐ Switch the CLI to the new module\n☐ Delete the old parsers")
     msgs = [
         user("Unify the three CSV importers"),
         assistant(text("Updating the task list."), call("t", "todo")),

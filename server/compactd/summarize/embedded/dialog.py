@@ -286,7 +286,8 @@ def example_rules(text: str) -> list[str]:
             continue
         lead = next(iter(sentences(" ".join(paragraph))[-1:]), "")
         paragraph, blank = [], False
-        if not lead.endswith(":") or len(lead.split()) < 4 or not (_INSTRUCTION.match(lead) or CONSTRAINT_RE.search(lead) or _rule_like(lead)):
+        ruling = _INSTRUCTION.match(lead) or CONSTRAINT_RE.search(lead) or _rule_like(lead)
+        if not lead.endswith(":") or len(lead.split()) < 4 or not ruling:
             continue
         block = []
         for body in lines[i + 1:]:
@@ -671,7 +672,8 @@ _MAPPING = re.compile(r"\S\s*(?:->|→|=>)\s*\S")
 # Greetings, thanks and praise: the polite frame of a message, not what it asks (thanks inside a quote are
 # words the user dictates, not politeness).
 _POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
-                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|[^\"“'`]{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
+                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]"
+                     r"|[^\"“'`]{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
                      re.IGNORECASE)
 
 
