@@ -255,11 +255,13 @@ class _Pass:
             proposal = self.last_assistant_text
             prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s) and not s.endswith(":")]
             steps = dl.plan_items(proposal)
-            key = replies.closing_offer(proposal) or next(iter(dl.decision_sentences(proposal)), None) or (
-                "; ".join(steps[:3]) if len(steps) >= 2 else None) or next(
+            # what was put forward: its stated choice, else its steps, else the offer it closed with
+            offer = replies.closing_offer(proposal)
+            key = next(iter(dl.decision_sentences(proposal)), None) or (
+                "; ".join(steps[:3]) if len(steps) >= 2 else None) or offer or next(
                 (s for s in prose if dl.PROPOSAL.search(s)), prose[0] if prose else "")
             code = [c for c in re.findall(r"`[^`\n]{2,40}`", proposal) if c.strip("`") not in reply][:5]
-            code = [] if "`" in key else code  # names, when the proposal's words name nothing themselves
+            code = [] if key == offer and "`" in key else code  # the offer and what it follows name it already
             text = clip(key, 300) + (f" ({', '.join(code)})" if code else "")
             if f.plan_seq == f.last_assistant_seq:
                 f.plan, f.plan_accepted = [], False  # the rejected plan is no longer the plan
