@@ -81,10 +81,15 @@ _RULE_START = re.compile(
     r"^(?:\W*(?:ok|okay|please|also|and)\W+)*(?:keep|no|never|always|only|don'?t|do not|avoid|stick to|make sure|"
     r"ensure|be (?:\w+ly )?(?!done|finished|back|able|there|here)\w+)\b", re.IGNORECASE)
 _CONTINUE = re.compile(r"^(?:continue|go on|keep going|carry on|proceed)\b", re.IGNORECASE)
+_APPROVAL = re.compile(r"^(?:yes|yeah|yep|go ahead|proceed|go on|do it|please do|sounds good|lgtm|looks good)\b[^.!?]{0,20}[.!]",
+                       re.IGNORECASE)
+# A question by its first word, with or without its question mark: "why does it ...", "how come ...".
+_WH_OPENER = re.compile(r"^(?:\W*(?:ok|okay|so|but|and|hm+|wait)\W+)*(?:why|how come|how|what|where|when|which|who)\s+"
+                        r"(?:do|does|did|is|are|was|were|would|will|can|could|should|have|has)\b", re.IGNORECASE)
 _ASIDE = re.compile(r"^(?:ignore (?:that|this|it)|never ?mind|nvm|lol|haha)\b", re.IGNORECASE)
 # The reason a speaker gives for a choice or a refusal.
-REASON = re.compile(r"\s*(?:[,;—–-]+\s*|\s)(?:because|since|as|so that|otherwise|which would|it would|that would|"
-                    r"it'd|we need|it needs)\s+", re.IGNORECASE)
+REASON = re.compile(r"\s*(?:[,;—–-]+\s*as|(?:[,;—–-]+\s*|\s)(?:because|since|so that|otherwise|which would|it would|"
+                    r"that would|it'd|we need|it needs))\s+", re.IGNORECASE)  # "as" gives a reason only after a comma
 
 
 # A unified diff pasted into a message: its header starts it; hunk lines (+, -, space, @@) continue it.
@@ -170,7 +175,8 @@ def classify_user(text: str) -> str:
     parts = sentences(text) or [flat]
     imperative = any(_IMPERATIVE.match(c) and not _RULE_START.match(c) for p in parts for c in _clauses(p))
     imperative = imperative or bool(_TASK_STATEMENT.search(flat))
-    if parts[0].endswith("?") and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
+    asks = parts[0].endswith("?") or (_WH_OPENER.match(parts[0]) and len(parts) == 1)  # "?" is often left off
+    if asks and not _REQUEST_QUESTION.match(parts[0]) and not imperative:
         return "question"
     if not imperative and any(_rule_like(p) for p in parts):
         return "rule"
@@ -178,8 +184,8 @@ def classify_user(text: str) -> str:
         return "look"
     if words <= 6 and not imperative and not re.search(r"[/`@]\w|\w\.\w", flat):
         return "ack"  # a short reply to the assistant ("yes, fully clean")
-    if _CONTINUE.match(flat):
-        return "ack"  # more of the same task, not a new one
+    if _CONTINUE.match(flat) or (_APPROVAL.match(flat) and not any(_IMPERATIVE.match(p) for p in parts[1:])):
+        return "ack"  # more of the same task, not a new one (what a go-ahead asks along with it: `conditions`)
     if _ACTION.search(flat) or words >= 8:
         return "task"
     return "question" if "?" in flat else "ack"
@@ -194,19 +200,135 @@ _PERCEPTION = re.compile(r"\bi (?:also |just |really )?(?:don'?t|do not|didn'?t)
                          r"wondering)\b.*", re.IGNORECASE)
 
 
-def constraint_sentences(text: str, *, skip_first: bool = False) -> list[str]:
+def constraint_sentences(text: str, *, skip_first: bool = False, instructions: bool = False) -> list[str]:
     """The user's rules in a message; the opening ask of a task (an imperative) is not a rule, nor
-    is what the user says they do not see or recall."""
+    is what the user says they do not see or recall. With `instructions`, the imperatives after the
+    opening ask are rules too (how to do it, what to include), each with the verbless fragments that
+    continue it ("Include the reasons. The trade-offs. And examples.")."""
     out = []
-    for n, s in enumerate(sentences(text)):
-        s = LIST_MARK.sub("", s).strip()
-        if n == 0 and (skip_first or _IMPERATIVE.match(s)) or "instead" in s.lower() or _PERCEIVING.match(s):
+    raw = sentences(text)
+    said = [LIST_MARK.sub("", s).strip() for s in raw]
+    asked = False  # the first imperative is the ask itself (after a lead-in like "Do this:")
+    n = 0
+    while n < len(said):
+        s = said[n]
+        n += 1
+        if n == 1 and (skip_first or _IMPERATIVE.match(s)):
+            asked = True
+            continue
+        if "instead" in s.lower() or _PERCEIVING.match(s):
             continue
         if len(s.split()) < 3 or len(s) > 300 or s.endswith("?") or s.endswith(":"):
             continue
         rest = _PERCEPTION.sub("", s)  # a rule word inside "I don't think ..." rules nothing
-        if CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)):
+        rule = CONSTRAINT_RE.search(rest) or any(_RULE_START.match(c) for c in _clauses(rest)) or (
+            _PREFERENCE.search(rest) and _PREFERS.match(rest))
+        if instructions and _INSTRUCTION.match(s) and not asked and not skip_first:
+            asked = True
+            if not rule:
+                continue
+        if instructions and _INSTRUCTION.match(s) and not _SEQUENCE.match(s):
+            while n < len(said) and _fragment(said[n]) and not LIST_MARK.match(raw[n]):
+                s, n = f"{s} {said[n]}", n + 1
+            out.append(clip(s, 400))
+        elif rule:
             out.append(s)
+    return out
+
+
+# Verbs of instructions about the deliverable, beyond the verbs of work (_ACTION).
+_TELL = (r"suggest|explain|include|describe|format|list|show|give|provide|prepare|verify|confirm|mention|note|focus|"
+         r"reference|compare|summari[sz]e|report|wait|leave|stop|treat|name|label|mark|group|sort|order|structure|"
+         r"highlight|quote|cite|link|ask|answer|respond|reply")
+# An imperative, also after an opening phrase: "In addition to the review, suggest ...", "When done, run ...".
+_INSTRUCTION = re.compile(
+    r"^(?:\W*(?:ok|okay|so|now|then|please|also|and|finally|lastly|first|next)\W+)*"
+    r"(?:(?:in addition(?: to)?|when|once|if|after|before|for|while|in|on|with|during|where)\b[^,]{0,100},\s+)?"
+    r"(?:please\s+)?(?:" + _ACTION.pattern[5:-3] + "|" + _TELL + r")\b", re.IGNORECASE)
+# A step put in sequence ("Start by ...", "Then commit", "After that, ..."): part of the task, not a rule.
+_SEQUENCE = re.compile(r"^(?:\W*(?:ok|okay|so|now|and|please)\W+)*(?:start|begin|first|then|next|after (?:that|this)|"
+                       r"afterwards|once (?:that|this|done)|lastly)\b", re.IGNORECASE)
+_AUX = re.compile(r"\b(?:is|are|was|were|be|been|has|have|had|do|does|did|can|could|will|would|should|must|may|might|"
+                  r"shall)\b|^(?:i|we|you|it|this|that|they|he|she|there|here)\b", re.IGNORECASE)
+
+
+def _fragment(sentence: str) -> bool:
+    """A verbless piece that continues the sentence before it: "The trade-offs.", "And an example."."""
+    if sentence.endswith((":", "?")):
+        return False
+    if re.match(r"^(?:and|or|plus|as well as)\b", sentence, re.IGNORECASE):
+        return True
+    return (len(sentence.split()) <= 12 and not _AUX.search(sentence) and not _INSTRUCTION.match(sentence)
+            and not _SEQUENCE.match(sentence) and not re.search(r"\b(?:i|we|you|they|he|she|it)\b", sentence, re.I))
+
+
+# A preference stated by contrast ("X, not Y", "X rather than Y", "better to X than Y"), by the speaker
+# about what they (or their team) do: "We review for design, not style", "Better to skip it than ...".
+_PREFERENCE = re.compile(r",\s*not\s+(?:on|in|for|to|by|as|with|at|a|an|the|just|only)\b|\brather than\b"
+                         r"|\bbetter\b.{0,60}\bthan\b", re.IGNORECASE)
+_PREFERS = re.compile(r"^(?:\W*(?:also|and|so|but)\W+)?(?:we|i|our|my|let'?s|(?:it'?s |it is )?better|prefer)\b", re.I)
+
+
+def example_rules(text: str) -> list[str]:
+    """Rules that introduce an example or a literal block ("Format it like this:", "end with this exact
+    line:") followed by a fenced block: the lead-in with the block's first lines, which say what is meant."""
+    out: list[str] = []
+    paragraph: list[str] = []  # the paragraph before the line (a blank line may separate it from a fence)
+    lines = text.splitlines()
+    blank = False
+    for i, line in enumerate(lines):
+        stripped = line.strip()
+        if not stripped.startswith("```"):
+            if stripped:
+                paragraph, blank = ([] if blank else paragraph) + [stripped], False
+            else:
+                blank = True
+            continue
+        lead = next(iter(sentences(" ".join(paragraph))[-1:]), "")
+        paragraph, blank = [], False
+        ruling = _INSTRUCTION.match(lead) or CONSTRAINT_RE.search(lead) or _rule_like(lead)
+        if not lead.endswith(":") or len(lead.split()) < 4 or not ruling:
+            continue
+        block = []
+        for body in lines[i + 1:]:
+            if body.strip().startswith("```") or len(block) == 3:
+                break
+            if body.strip():
+                block.append(body.strip())
+        if block:
+            out.append(clip(f"{lead} “{' / '.join(block)}”", 400))
+    return out
+
+
+# Work the user puts off until something else has happened: "Once this is merged, we need to add X".
+_LATER = re.compile(r"^(?:\W*\w+:\s*)?(?:once|after|when)(?: [^,\s]+){3,20}, (?:we|you|I)(?:'ll| will)? (?:still )?"
+                    r"(?:need to|should|must|have to|want to)\b|^(?:later|afterwards|as a follow-?up|in a "
+                    r"follow-?up)\b,? (?:we|you)\b", re.IGNORECASE)
+
+
+def follow_ups(text: str) -> list[str]:
+    """The user's sentences that put work off until later (a follow-up, not part of the current task)."""
+    return [clip(s, 300) for s in (LIST_MARK.sub("", x).strip() for x in sentences(text))
+            if _LATER.match(s) and not s.endswith("?")]
+
+
+# A go-ahead that opens a reply: "ok, proceed", "yes, but ...".
+_GO_AHEAD = re.compile(r"^\W*(?:y|yes|yeah|yep|ok|okay|sure|sounds good|go ahead|proceed|continue|go on|do it|please do|"
+                       r"lgtm|looks good|perfect|great)\b[\s,.!:;—-]*(?:(?:but|and|just|also|though)\b\s*)?", re.IGNORECASE)
+
+
+def conditions(text: str) -> list[str]:
+    """What a go-ahead attaches to the work it approves ("proceed. Could you batch the questions at
+    the start?", "yes, but keep the old endpoint"): its requests and rules after the opener."""
+    flat = " ".join(text.split())
+    m = _GO_AHEAD.match(flat)
+    if not m:
+        return []
+    out = []
+    for s in sentences(flat[m.end():]):
+        request = s.endswith("?") and _REQUEST_QUESTION.match(s)
+        if len(s.split()) >= 3 and (request or _INSTRUCTION.match(s) or _rule_like(s)):
+            out.append(clip(s, 300))
     return out
 
 
@@ -222,13 +344,14 @@ def correction_rules(text: str) -> list[str]:
     return found
 
 
-def task_rules(text: str) -> list[str]:
-    """The rules a task message states: its rule sentences, and its instructions given as lists (whose
-    items are not repeated one by one)."""
+def task_rules(text: str, *, instructions: bool = True) -> list[str]:
+    """The rules a task message states: its rule sentences, its imperatives after the opening ask (unless
+    `instructions` is off: a skill's text is imperative throughout), and its instructions given as lists
+    (whose items are not repeated one by one)."""
     listed = listed_rules(text)
     items = {i for _, its in listed for i in its}
-    return [s for s in constraint_sentences(text) if s not in items] + [clip(f"{lead} {'; '.join(its)}", 300)
-                                                                         for lead, its in listed]
+    return [s for s in constraint_sentences(text, instructions=instructions) if s not in items] + [
+        clip(f"{lead} {'; '.join(its)}", 300) for lead, its in listed]
 
 
 def forbidden_verbs(constraint: str) -> set[str]:
@@ -339,11 +462,24 @@ _AGENT = re.compile(r"\b(?:I|I'm|I'll|I've|I'd|we|we'll|we're|we've|let's|our|my
                     re.IGNORECASE)
 
 
+# What the agent is about to do, with what it leaves out on purpose: "I'll delete the generated files
+# (not the fixtures)", "Let me update every caller except the tests".
+_EXCEPT = re.compile(r"\((?:but )?not\b|\((?:except|excluding|keeping|leaving)\b|,\s*(?:but )?not (?:the|a|an|any|its|their)\b"
+                     r"|\bexcept (?:for )?(?:the|a|an|its|their)\b", re.IGNORECASE)
+
+
+_NARRATED_CHOICE = re.compile(r"\b(?:go with|going with|settle on|opt for|stick with|chose|decided)\b", re.IGNORECASE)
+
+
 def decision_sentences(text: str) -> list[str]:
     out = []
     for s in prose_sentences(text):
+        if NARRATION.match(s) and _EXCEPT.search(s) and not s.endswith("?") and len(s) >= 25:
+            out.append(s.rstrip(":"))  # an intention that says what it leaves out is a choice of scope
+            continue
         m = _DECISION.search(s)
-        if not m or NARRATION.match(s) or s.endswith((":", "?")) or len(s) < 25:
+        narrated = NARRATION.match(s) and not _NARRATED_CHOICE.search(s)  # "Let's go with X" still chooses
+        if not m or narrated or s.endswith((":", "?")) or len(s) < 25:
             continue
         only_compares = all(_COMPARISON_ONLY.fullmatch(x.group(0)) for x in _DECISION.finditer(s))
         if only_compares and not _AGENT.search(s):
@@ -384,6 +520,19 @@ def _not_chosen(text: str, sentence: str) -> str:
         return ""
     others = [clip(o, 200) for o, n in zip(options, overlap, strict=True) if n < best]
     return " (not chosen: " + "; ".join(others[:3]) + ")"
+
+
+# The user settling how something is done, inside a task: "use the queue rather than a thread", "let's go
+# with Postgres", "switch the client to httpx".
+_USER_CHOICE = re.compile(r"\b(?:instead of|rather than|(?:let'?s|we'?ll|i'?ll) (?:go with|use|stick with|keep)|go with|"
+                          r"switch(?:ing)? (?:\w+ )?to|stick with|settle on|opt for)\b", re.IGNORECASE)
+
+
+def user_choices(text: str) -> list[str]:
+    """The sentences of a user's task message that settle how it is done (a decision of the user's); the
+    opening one states the task (it is the Goal)."""
+    return [clip(s, 300) for s in prose_sentences(text)[1:]
+            if _USER_CHOICE.search(s) and not s.endswith("?") and len(s.split()) >= 4]
 
 
 def finding_sentences(text: str) -> list[str]:
@@ -452,12 +601,41 @@ def plan_items(text: str) -> list[str]:
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
 
 
+# A numbered heading of a plan: "## 1. Add the client", "### Task 2: Backfill", "## Phase 3 — Cut over".
+_STEP_HEADING = re.compile(r"^#{1,6}\s+(?:\w+\s+)?\d+\b[.:)]?\s*\S")
+_NUMBERED = re.compile(r"^\d+[.)]\s")
+
+
 def plan_steps(plan: str, limit: int = 8) -> list[str]:
-    """The steps of a plan written as Markdown: its list items (numbered or bulleted), else its sentences."""
+    """The steps of a plan written as Markdown. Order is what marks steps: numbered headings (each one a
+    step, with its details below it), else numbered items, else any list items, else its sentences.
+    Bullets beside numbered steps are details, files or caveats."""
     lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]  # quoted blocks too
-    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in lines if LIST_MARK.match(ln)]
+    headed: list[list[str]] = []  # each numbered heading, with the first line of text under it
+    under = False
+    for ln in lines:
+        if ln.startswith("#"):
+            under = bool(_STEP_HEADING.match(ln))
+            if under:
+                headed.append([ln.lstrip("#").replace("**", "").strip()])
+        elif under and len(headed[-1]) == 1 and _wordy(ln) and not ln.endswith(":"):
+            headed[-1].append(LIST_MARK.sub("", ln).replace("**", "").strip())
+    steps = [clip(" — ".join(h), 200) for h in headed]
+    numbered = [ln for ln in lines if _NUMBERED.match(ln)]
+    listed = [ln for ln in lines if LIST_MARK.match(ln)]
+    items = [clip(LIST_MARK.sub("", ln).replace("**", "").strip(), 200) for ln in (numbered if len(numbered) >= 2 else listed)]
     items = [it for it in items if _wordy(it)]
+    if len(steps) >= 2:
+        return steps[:limit]
     return (items or [clip(s, 200) for s in sentences(plan) if not s.startswith("#")])[:limit]
+
+
+def plan_rules(plan: str) -> list[str]:
+    """The items of a plan that bound the work rather than step through it ("No migration in this
+    change", "Keep the old endpoint"): what the user accepts along with the plan."""
+    lines = [re.sub(r"^(?:>\s?)+", "", ln).strip() for ln in unfenced_lines(plan)]
+    items = [LIST_MARK.sub("", ln).replace("**", "").strip() for ln in lines if LIST_MARK.match(ln)]
+    return [clip(it, 160) for it in items if len(it.split()) >= 3 and (_RULE_START.match(it) or CONSTRAINT_RE.search(it))]
 
 
 def plan_title(plan: str) -> str:
@@ -486,9 +664,16 @@ _KEEP = re.compile(r"^be\b|\b(?:because|since|so that|otherwise|instead|rather|r
                    r"please|pls|make|keep|use|don'?t|never|always|only|not|no)\b|\?", re.IGNORECASE)
 
 
-# Greetings, thanks and praise: the polite frame of a message, not what it asks.
+# A line that maps one thing to another ("tools -> core/tools", "old_name → new_name"): what the user
+# wants moved, renamed or replaced, written as an arrow.
+_MAPPING = re.compile(r"\S\s*(?:->|→|=>)\s*\S")
+
+
+# Greetings, thanks and praise: the polite frame of a message, not what it asks (thanks inside a quote are
+# words the user dictates, not politeness).
 _POLITE = re.compile(r"^(?:(?:good (?:morning|afternoon|evening)|hi|hello|hey|wonderful|great|perfect|nice|awesome|excellent|"
-                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]|.{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
+                     r"cool|brilliant|lovely|amazing)\b[^.?]{0,40}[.!]"
+                     r"|[^\"“'`]{0,60}\b(?:thanks?|thank you|appreciated?)\b[^.?]{0,60}[.!]?)$",
                      re.IGNORECASE)
 
 
@@ -503,6 +688,7 @@ def unwrapped(text: str) -> str:
         s = line.strip()
         prev = out[-1] if out else ""
         if (s and prev.strip() and not LIST_MARK.match(line) and not s.startswith(("```", "#", "|"))
+                and not _MAPPING.search(s) and not _MAPPING.search(prev)  # "a -> b" lines are one item each
                 and not prev.strip().startswith(("```", "|")) and not prev.rstrip().endswith((":", "```"))):
             out[-1] = prev.rstrip() + " " + s
         else:
@@ -525,7 +711,7 @@ def condense(text: str, limit: int = 240) -> str:
     def weight(p: str) -> int:  # rules first, then asks and reasons, then the rest
         if CONSTRAINT_RE.search(p) or _rule_like(p):
             return 2
-        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items else 0
+        return 1 if _KEEP.search(p) or _IMPERATIVE.match(p) or p in items or _MAPPING.search(p) else 0
 
     chosen = {0}
     used = len(parts[0])

@@ -23,7 +23,7 @@ _SUMMARY_BLOCK = re.compile(r"<summary>\n?(.*?)\n?</summary>", re.DOTALL)
 _EDIT_TOOLS = ("edit", "write", "multi_edit", "multiedit", "str_replace", "create", "notebookedit")
 # The agent's own task list (a todo tool that rewrites the whole list), a plan put to the user for
 # approval, and work handed to a sub-agent whose report comes back as the result.
-_TODO_TOOLS = ("todowrite", "todo_write", "update_plan")
+_TODO_TOOLS = ("todowrite", "todo_write", "update_plan", "todo", "todos")
 _PLAN_TOOLS = ("exitplanmode", "exit_plan_mode")
 _AGENT_TOOLS = ("task", "agent", "subagent", "dispatch_agent")
 _ASK_TOOLS = ("askuserquestion", "ask_user", "ask_user_question")
@@ -34,6 +34,8 @@ class Facts:
     tasks: list[tuple[int, str]] = field(default_factory=list)  # (seq, cleaned text)
     corrections: list[tuple[int, str]] = field(default_factory=list)
     constraints: list[str] = field(default_factory=list)
+    instructions: set[str] = field(default_factory=set)  # constraints that are plain imperatives: the first to go
+    later: list[str] = field(default_factory=list)  # work the user put off until something else happens
     forbidden: set[str] = field(default_factory=set)  # stems of actions the user forbade
     user_errors: list[str] = field(default_factory=list)
     done: list[tuple[int, str, str]] = field(default_factory=list)  # (seq, kind, text)
@@ -181,6 +183,7 @@ class _Pass:
                     1 if kind == "task" else 0)
                 f.said.append((self.seq, condensed, weight))
         if kind == "ack":
+            self.rules(dl.conditions(cleaned))  # "proceed, but ...": what the go-ahead comes with
             if after_proposal and f.plan_seq == f.last_assistant_seq:
                 f.plan_accepted = True  # "go ahead" right after a plan accepts it
             offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
@@ -190,6 +193,7 @@ class _Pass:
                 f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
                                             self.seq, "switch"))
             return
+        f.later.extend(dl.follow_ups(cleaned))
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
                 x.deferred = clip(cleaned, 200)
@@ -200,7 +204,10 @@ class _Pass:
         f.final_text = ""  # a new message: an earlier answer no longer ends the conversation
         if kind == "task":  # in a prompt laid out under headings, the section that states the task
             f.tasks.append((self.seq, layout.without_headings(layout.task_section(cleaned) or cleaned)))
-            self.rules(dl.task_rules(cleaned))
+            rules = dl.task_rules(cleaned)
+            f.instructions |= {clip(r) for r in set(rules) - set(dl.task_rules(cleaned, instructions=False))}
+            self.rules(rules + dl.example_rules(text))
+            f.decisions += [Decision(f'"{c}"', self.seq, "user") for c in dl.user_choices(cleaned)]
         elif kind == "correction":
             f.corrections.append((self.seq, cleaned))
             self.rules(dl.correction_rules(cleaned))
@@ -211,8 +218,10 @@ class _Pass:
         elif kind == "direction":
             self.rules(dl.constraint_sentences(cleaned))
             f.decisions.append(Decision(f'"{clip(cleaned, MAX_QUOTE)}"', self.seq, "user"))
-        # questions and requests to look at something: asked in passing, neither work nor rules; what the
-        # next read-only command shows answers them
+        else:  # a question or a request to look: not work, but a rule said along with it holds
+            self.rules(dl.constraint_sentences(cleaned, skip_first=True))
+        # questions and requests to look at something: asked in passing, not work; what the next
+        # read-only command shows answers them
         self.tools.asked = kind == "look"
 
     def command_invoked(self, invocation: str) -> None:
@@ -230,7 +239,7 @@ class _Pass:
         about = " ".join(sentences(layout.without_headings(cleaned))[:2])
         if not f.tasks and about:
             f.tasks.append((self.seq, f"Run the `{name}` skill: {clip(about, 300)}"))
-        self.rules(dl.task_rules(cleaned))
+        self.rules(dl.task_rules(cleaned, instructions=False) + dl.example_rules(instructions))
         f.said.append((self.seq, f"(the `{name}` skill's instructions were loaded)", 0))
 
     def rules(self, found: list[str]) -> None:
@@ -246,13 +255,17 @@ class _Pass:
             proposal = self.last_assistant_text
             prose = [s for s in sentences(proposal) if not dl.NARRATION.match(s) and not s.endswith(":")]
             steps = dl.plan_items(proposal)
+            # what was put forward: its stated choice, else its steps, else the offer it closed with
+            offer = replies.closing_offer(proposal)
             key = next(iter(dl.decision_sentences(proposal)), None) or (
-                "; ".join(steps[:3]) if len(steps) >= 2 else None) or next(
+                "; ".join(steps[:3]) if len(steps) >= 2 else None) or offer or next(
                 (s for s in prose if dl.PROPOSAL.search(s)), prose[0] if prose else "")
             code = [c for c in re.findall(r"`[^`\n]{2,40}`", proposal) if c.strip("`") not in reply][:5]
+            code = [] if key == offer and "`" in key else code  # the offer and what it follows name it already
             text = clip(key, 300) + (f" ({', '.join(code)})" if code else "")
             if f.plan_seq == f.last_assistant_seq:
                 f.plan, f.plan_accepted = [], False  # the rejected plan is no longer the plan
+            f.recaps = [r for r in f.recaps if r[0] != f.last_assistant_seq]  # what it put forward was not done
             f.decisions = [d for d in f.decisions if d.seq != f.last_assistant_seq or d.kind != "assistant"]
             f.decisions.append(Decision(text, f.last_assistant_seq, "rejected", dl.user_reason(reply)))
         else:
@@ -375,6 +388,9 @@ class _Pass:
             self.declined(call, said)
             return
         if call.name in _TODO_TOOLS:
+            listed = checklist(text)
+            if listed and not self.f.todos:  # the list as the tool showed it, when its arguments do not carry it
+                self.f.todos = listed
             return
         if call.name in _PLAN_TOOLS:
             self.plan_presented(call)
@@ -416,6 +432,9 @@ class _Pass:
         steps = dl.plan_steps(plan, 10)
         if steps:
             f.plan, f.plan_seq, f.plan_accepted = steps, self.seq, True
+        bounds = dl.plan_rules(plan)
+        if bounds:  # what the plan rules out or keeps, accepted with it
+            f.constraints.append(clip("Agreed with the plan: " + "; ".join(bounds), 400))
         title = dl.plan_title(plan)
         f.decisions.append(Decision("**Plan approved by the user**" + (f": {title}" if title else ""), self.seq, "switch"))
 
@@ -495,6 +514,17 @@ class _Pass:
         f.mentions = dedupe(f.mentions)
         f.findings = dedupe(clip(s, 300) for s in f.findings)
         return f
+
+
+_CHECKBOX = re.compile(r"^\s*(?:[-*]\s+)?(?:(?P<done>☒|☑|✅|✔|\[[xX]\])|(?P<open>☐|◻|□|\[ \]))\s*(?P<item>\S.*)$")
+
+
+def checklist(text: str) -> list[tuple[str, str]]:
+    """A task list shown as checkboxes (☒ done, ☐ open): (status, item) per line, '' when it is not one."""
+    found = [m for m in (_CHECKBOX.match(ln) for ln in text.splitlines()) if m]
+    if len(found) < 2:
+        return []
+    return [("completed" if m.group("done") else "pending", clip(m.group("item").strip(), 200)) for m in found]
 
 
 def printed_head(command: str, output: str) -> str:

@@ -74,13 +74,16 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
         for k, v in p.items():
             prev.setdefault(k, []).extend(v)
     out.add(GOAL, _goals(f, prev))
-    out.add(CONSTRAINTS, capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints]))
+    rules = capped(CONSTRAINTS, [*prev.get(CONSTRAINTS, []), *f.constraints])
+    out.add(CONSTRAINTS, rules, ranks=[0 if r in f.instructions else 1 for r in rules])  # plain imperatives go first
     moved, still = _previous_in_progress(f, prev)
     done = _done(f, prev, moved)
     out.add(DONE, [t for _, t in done], ranks=[_DONE_RANK.get(k, 3) for k, _ in done])
-    out.add(IN_PROGRESS, capped(IN_PROGRESS, [*still, *_in_progress(f)]))
+    progress = capped(IN_PROGRESS, [*still, *_in_progress(f)])
+    out.add(IN_PROGRESS, progress, ranks=[_progress_rank(t) for t in progress])
     out.add(BLOCKED, capped(BLOCKED, [*_previous_blocked(f, prev), *_blocked(f)]))
-    out.add(DECISIONS, _decisions(f, prev))
+    decisions = _decisions(f, prev)
+    out.add(DECISIONS, decisions, ranks=[_decision_rank(d) for d in decisions])
     out.add(NEXT, _next_steps(f, prev))
     if kind == SummaryKind.HISTORY:
         _critical(out, f, prev)
@@ -206,14 +209,27 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     return items[-_CAPS[DONE]:]
 
 
+# Which In Progress lines stay longest when the budget is tight: what the agent was doing and what the
+# user last asked, before the lists of files and the steps set out (the order they are written in).
+_PROGRESS_RANKS = (("Doing: ", 6), ("Last step: ", 6), ("Working on: ", 6), ("Reworking it", 5), ("Latest request: ", 5),
+                   ("Last result", 4), ("Steps set out", 2), ("Changed since", 1), ("Uncommitted", 1))
+
+
+def _progress_rank(line: str) -> int:
+    return next((rank for label, rank in _PROGRESS_RANKS if line.startswith(label)), 3)
+
+
 def _in_progress(f: Facts) -> list[str]:
     items: list[str] = []
     open_work = _open_work(f)
     last_task = f.tasks[-1][1] if f.tasks else None
     if open_work and last_task and len(f.tasks) > 1:  # the only task is the Goal, whole under Next Steps
         items.append("Working on: " + goal_text(last_task, 160))
-    if open_work and f.last_request and (not last_task or norm(f.last_request) not in norm(last_task)
-                                         and norm(goal_text(last_task, 300)) not in norm(f.last_request)):
+    last = f.corrections[-1] if f.corrections else None
+    reworking = bool(open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]))
+    if open_work and f.last_request and not (reworking and last and last[0] == f.last_user_seq) and (
+            not last_task or norm(f.last_request) not in norm(last_task)
+            and norm(goal_text(last_task, 300)) not in norm(f.last_request)):  # (a correction is quoted below)
         items.append("Latest request: " + f.last_request)
     if f.ends_mid_work and f.recent_steps:  # what the agent said it was doing, and its last calls
         items.append("Doing: " + joined(dedupe(f.recent_steps)) + (f" — {f.last_calls}" if f.last_calls else ""))
@@ -222,12 +238,11 @@ def _in_progress(f: Facts) -> list[str]:
     if f.ends_mid_work and not f.pending and f.unreported:  # what the next message would have reported
         items.append("Last result, not yet reported: " + f.unreported)
     if f.ends_mid_work and f.touched and f.touched[-8:] != f.uncommitted[-8:]:  # where the current piece has got to
-        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-8:]))
+        items.append("Changed since the latest request: " + ", ".join(f.show(p) for p in f.touched[-5:]))
     if f.ends_mid_work and f.working_plan and f.working_plan_seq > f.last_user_seq:
         items.append("Steps set out for it: " + clip(joined(f.working_plan), 400))
-    last = f.corrections[-1] if f.corrections else None
-    if open_work and last and (not f.tasks or last[0] > f.tasks[-1][0]):
-        items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 300)}"')
+    if reworking and last:
+        items.append(f'Reworking it after the user\'s correction: "{clip(last[1], 240)}"')
     items += ["Working on: " + t for st, t in f.todos if st == "in_progress"]
     if f.uncommitted:
         items.append("Uncommitted changes: " + ", ".join(f.show(p) for p in f.uncommitted[-8:]))
@@ -259,6 +274,14 @@ def _decisions(f: Facts, prev: Previous) -> list[str]:
         idx = next((i for i, (k, _) in enumerate(items) if k in ("assistant", "prev")), 0)
         items.pop(idx)
     return dedupe(t for _, t in items)
+
+
+# What the user chose, refused or agreed to outlasts the agent's own choices under a tight budget.
+_USERS_CALL = ("**Rejected by the user**", "**User", "**Adopted instead**", "**Plan agreed", "**Plan approved", "**Use `")
+
+
+def _decision_rank(line: str) -> int:
+    return 2 if line.startswith(_USERS_CALL) else 1
 
 
 def _decision_line(sentence: str) -> str:
@@ -302,6 +325,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
             steps.append(f"Run `{fam}` again")
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
+    steps += [f"Later, as the user said: “{t}”" for t in f.later[-2:]]
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, steps)
     if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
@@ -310,7 +334,8 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
         steps, status = [*steps, *status], []
     if not steps and not status and f.final_text and f.tasks and not prev.get(NEXT):
         steps.append("Nothing pending: the last request was answered; wait for the user's next one")
-    return capped(NEXT, [*status, *steps]) if steps or status else capped(NEXT, prev.get(NEXT, []))
+    # Most pressing first (a wait, the open request, then the plan's steps): a long plan loses its tail.
+    return dedupe([*status, *steps])[:_CAPS[NEXT]] if steps or status else capped(NEXT, prev.get(NEXT, []))
 
 
 _WAIT_OFFER = "Wait for the user's answer to the offer "
@@ -366,11 +391,23 @@ def offered_steps(final_text: str) -> list[str]:
         elif in_next:
             in_next = False
     for s in sentences(final_text)[-4:]:
-        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to)\b", s, re.I):
+        if re.search(r"\b(?:want me to|should I|shall I|would you like me to|do you want me to|(?:let me know|tell me) "
+                     r"if you(?:'d| would)? (?:like|want) me to|if you(?:'d| would)? like,? I can|if you want,? I can)\b",
+                     s, re.I):
             steps.append(clip("Offered: " + s, 300))
-        elif re.match(r"^next(?: is| up| step)?\b", s, re.I) and not s.endswith(":"):
+        elif (re.match(r"^next(?: is| up| step)?\b", s, re.I) or _STILL_TO_DO.search(s)) and not s.endswith(":"):
             steps.append(clip(s, 300))
     return steps
+
+
+# A sentence that says what is left: "The next step is ...", "X still needs a test", "What remains is ...",
+# "Once that is merged, we can ...".
+_STILL_TO_DO = re.compile(
+    r"^(?:the )?(?:next|remaining|outstanding|last) (?:step|thing|task|piece|part)s? (?:is|are|would be|will be)\b"
+    r"|^what(?:'s| is) (?:left|remaining)\b|^what remains\b|\bstill (?:needs?|has to|have to|requires?)\b"
+    r"|\b(?:is|are) still (?:missing|pending|open|to do|untested|unimplemented)\b"
+    r"|^(?:once|after|when) [^,]{3,100}, (?:we|you|I)(?: still)? (?:can|could|should|will need to|need to|must)\b",
+    re.IGNORECASE)
 
 
 def _critical(out: Lines, f: Facts, prev: Previous) -> None:
