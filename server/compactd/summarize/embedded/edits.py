@@ -12,6 +12,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from . import reads
 from .text import clip
 
 # Definitions in the common languages: def/class (Python), function/class/interface/type/enum/const
@@ -220,9 +221,18 @@ _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)  # `cat -n` style 
 
 
 def describe_read(path: str, output: str) -> str:
-    """What a file that was read is: its title or docstring and what it defines ('' when nothing)."""
+    """What a file that was read is: its title or docstring, what it defines, builds on and routes, or
+    for a configuration file what it sets ('' when nothing)."""
     content = _LINE_NUMBER.sub("", output[:6000])  # what a file is shows at its top
     about = _title(content, path)
+    parts = [f"“{about}”"] if about else []
+    if reads.is_config(path) and not path.lower().endswith(_DOC_EXT):
+        sets = reads.settings(content)
+        return "; ".join(parts + ([f"sets {sets}"] if sets else []))
     names = [n for n in _names(content, path) if not n.startswith("“")][:8]
-    parts = ([f"“{about}”"] if about else []) + (["defines " + ", ".join(names)] if names else [])
+    parts += ["defines " + ", ".join(names)] if names else []
+    built_on = reads.uses(content)
+    parts += ["uses " + ", ".join(built_on)] if built_on else []
+    mapped = reads.routes(content)
+    parts += ["routes " + ", ".join(mapped)] if mapped else []
     return "; ".join(parts)

@@ -413,7 +413,8 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
     cut = (f.root.rstrip("/") + "/") if f.root else "\0"
     looked = [f"Looked: `{clip(cmd, 100)}` → {listing(out_.replace(cut, ''), 12)}" for cmd, out_ in f.looked]
-    out.add(CRITICAL, notes[-12:] + dedupe(looked)[-8:], priority=1)
+    reading = not f.changes  # the work was reading: what was read is its substance
+    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-8:], priority=1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

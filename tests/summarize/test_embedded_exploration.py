@@ -1,0 +1,89 @@
+"""The embedded summarizer on read-only exploration and review work, where the substance is what the
+agent read and found (issue 25), and on text that is not English. Synthetic sessions only."""
+
+from __future__ import annotations
+
+from compactd.summarize.embedded.commands import commit_body, commit_message
+from compactd.summarize.embedded.edits import describe_read
+from compactd.summarize.extractive import extract_summary
+from tests.support.summarizers import make_request
+
+from .test_extractive import assistant, call, result, section, user
+
+
+def summarize(msgs: list) -> str:
+    return extract_summary(make_request(messages=msgs))
+
+
+# -- commits -----------------------------------------------------------------------------------
+def test_a_commit_message_given_as_a_here_document_is_read_from_its_body() -> None:
+    command = ("git add src && git commit -m \"$(cat <<'EOF'\nfeat(queue): retry failed jobs with backoff\n\n"
+               "Jobs that raise are retried three times, doubling the delay. Nothing else changes.\n\n"
+               "Co-Authored-By: someone\nEOF\n)\"")
+    assert commit_message(command) == "feat(queue): retry failed jobs with backoff"
+    assert commit_body(command) == "Jobs that raise are retried three times, doubling the delay."
+    msgs = [
+        user("Make failed jobs retry"),
+        assistant(call("c", "bash", command=command)),
+        result("c", "bash", "[main 1a2b3c4] feat(queue): retry failed jobs with backoff\n 1 file changed"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert ('Committed "feat(queue): retry failed jobs with backoff" (1a2b3c4 on `main`) — Jobs that raise are '
+            "retried three times, doubling the delay.") in done
+    assert "cat <<" not in done
+
+
+# -- what was read -----------------------------------------------------------------------------
+_ROUTER = '''defmodule Shop.Router do
+  use Phoenix.Router
+
+  scope "/", Shop do
+    get "/", HomeController, :index
+    live "/orders/:id", OrderLive
+  end
+end
+'''
+
+_SETTINGS = '''# Settings for the local server
+import Config
+
+config :shop, Shop.Endpoint,
+  http: [port: 4321],
+  secret: "a-very-long-placeholder-secret-that-nobody-should-read-in-full"
+config :shop, queues: []
+'''
+
+
+def test_a_read_router_names_its_routes_and_what_it_builds_on() -> None:
+    assert describe_read("lib/shop/router.ex", _ROUTER) == (
+        "defines Shop.Router; uses Phoenix.Router; routes / → HomeController, /orders/:id → OrderLive")
+
+
+def test_a_read_config_file_says_what_it_sets() -> None:
+    note = describe_read("config/dev.exs", _SETTINGS)
+    assert note.startswith("“Settings for the local server”; sets config :shop, Shop.Endpoint, http: [port: 4321]")
+    assert "queues: []" in note
+    assert "nobody" not in note  # a long string value is elided
+
+
+def test_a_script_names_the_packages_it_imports_not_its_relative_modules() -> None:
+    js = 'import { Chart } from "chart.js"\nimport "./local.css"\nconst { readFile } = require("fs")\n'
+    assert describe_read("web/app.js", js) == "uses chart.js, fs"
+
+
+def test_an_exploration_keeps_what_each_read_file_is_and_why_one_could_not_be_read() -> None:
+    root = "/home/dev/proj/shop"
+    msgs = [user("Explore this project and tell me how the web layer is wired. Read every relevant file.")]
+    msgs += [assistant(call("r", "read", path=f"{root}/lib/shop/router.ex")), result("r", "read", _ROUTER)]
+    msgs += [assistant(call("s", "read", path=f"{root}/config/dev.exs")), result("s", "read", _SETTINGS)]
+    msgs += [assistant(call("b", "read", path=f"{root}/priv/static/bundle.js")),
+             result("b", "read", "<tool_use_error>File content (900KB) exceeds maximum allowed size (256KB).</tool_use_error>",
+                    is_error=True)]
+    for i in range(14):  # more reads than an editing session keeps notes for
+        msgs += [assistant(call(f"m{i}", "read", path=f"{root}/lib/shop/mod{i}.ex")),
+                 result(f"m{i}", "read", f"defmodule Shop.Mod{i} do\n  @moduledoc \"Handles part {i} of the shop.\"\nend\n")]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert "Read lib/shop/router.ex: defines Shop.Router; uses Phoenix.Router; routes / → HomeController" in critical
+    assert "Read config/dev.exs: “Settings for the local server”; sets config :shop, Shop.Endpoint, http: [port: 4321]" in critical
+    assert "Read priv/static/bundle.js: could not be read: File content (900KB) exceeds maximum allowed size" in critical
+    assert "Handles part 0 of the shop." in critical  # read-only work keeps more of what was read
