@@ -87,3 +87,46 @@ def test_an_exploration_keeps_what_each_read_file_is_and_why_one_could_not_be_re
     assert "Read config/dev.exs: “Settings for the local server”; sets config :shop, Shop.Endpoint, http: [port: 4321]" in critical
     assert "Read priv/static/bundle.js: could not be read: File content (900KB) exceeds maximum allowed size" in critical
     assert "Handles part 0 of the shop." in critical  # read-only work keeps more of what was read
+
+
+# -- what a written document says ---------------------------------------------------------------
+_DESIGN = '''# Cache design
+
+## Summary
+
+We keep a **two-level cache**: an in-process LRU in front of a shared store.
+
+## Eviction
+
+Entries leave the cache when:
+- they are older than `ttl_seconds`;
+- the process runs short of memory;
+- a write invalidates them.
+
+## Sequence
+
+```mermaid
+sequenceDiagram
+  A->>B: get
+```
+
+## Rollout
+
+1. Ship behind the `cache_v2` flag.
+2. Turn it on for reads only.
+3. Remove the old path.
+'''
+
+
+def test_a_written_document_is_described_section_by_section() -> None:
+    msgs = [
+        user("Write up the cache design in docs/cache.md"),
+        assistant(call("w", "write", path="docs/cache.md", content=_DESIGN)),
+        result("w", "write", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "- [x] cache.md — “Summary”: We keep a two-level cache: an in-process LRU in front of a shared store." in done
+    assert ("- [x] cache.md — “Eviction”: Entries leave the cache when: they are older than `ttl_seconds`; "
+            "the process runs short of memory; a write invalidates them.") in done
+    assert "- [x] cache.md — other sections: “Sequence”" in done  # a diagram alone: named, not quoted
+    assert "“Rollout”: Ship behind the `cache_v2` flag; Turn it on for reads only; Remove the old path." in done

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import reads
-from .text import clip
+from .text import clip, joined
 
 # Definitions in the common languages: def/class (Python), function/class/interface/type/enum/const
 # (JS/TS), func/type (Go), fn/struct/enum/trait/impl (Rust), plus `name = (...) =>` arrow functions.
@@ -50,6 +50,7 @@ class Change:
     exports: list[str] = field(default_factory=list)
     outline: list[str] = field(default_factory=list)  # for a written document: its section headings
     lead: str = ""  # for a written document: its first line of prose
+    digest: list[str] = field(default_factory=list)  # for a written document: what each section says
 
     def line(self, show: Callable[[str], str] = str) -> str:
         head = f"{self.verb} {show(self.path)}" + (f" (×{self.count})" if self.count > 1 else "")
@@ -153,6 +154,7 @@ def describe_write(change: Change, content: str) -> None:
     change.exports = rest[:6] + ([f"{len(tests)} tests"] if tests else []) or change.exports
     if change.path.lower().endswith(_DOC_EXT):  # a document: its outline and what it opens by saying
         change.outline, change.lead = _outline(content), _lead(content)
+        change.digest = _digest(content)
 
 
 _LEVELED = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$", re.MULTILINE)
@@ -167,6 +169,53 @@ def _outline(content: str) -> list[str]:
         return []
     top = min(level for level, _ in heads)
     return list(dict.fromkeys(f"“{clip(h, 60)}”" for level, h in heads if level == top))
+
+
+def _digest(content: str, limit: int = 14) -> list[str]:
+    """What each top section of a written document says: '“heading”: its first sentence of prose',
+    with the first items of the list that sentence introduces (a document written for the user is
+    the substance of the work; its sections are where that substance is)."""
+    heads = [(len(m.group(1)), m.group(2).strip("*` "), m.start(), m.end()) for m in _LEVELED.finditer(content)]
+    if len(heads) < 3:
+        return []
+    if sum(h[0] == heads[0][0] for h in heads) == 1:  # the title
+        heads = heads[1:]
+    top = min(h[0] for h in heads)
+    out = []
+    for i, (level, title, _, end) in enumerate(heads):
+        if level != top:
+            continue
+        nxt = next((h[2] for h in heads[i + 1:] if h[0] <= top), len(content))
+        said = _section_gist(content[end:nxt])
+        if said:
+            out.append(f"“{clip(title, 60)}”: {said}")
+        elif out and out[-1].startswith("other sections: "):  # diagrams, code, tables: named only
+            out[-1] += f", “{clip(title, 60)}”"
+        else:
+            out.append(f"other sections: “{clip(title, 60)}”")
+    return out[:limit]
+
+
+def _section_gist(body: str) -> str:
+    lines = [ln for ln in unfenced(body) if not ln.startswith(("#", "|"))]
+    for i, line in enumerate(lines):
+        plain = _EMPHASIS.sub("", re.sub(r"^[-*>\d.)\s]+", "", line)).strip()
+        if len(plain.split()) < 4:
+            continue
+        listed = [_EMPHASIS.sub("", re.sub(r"^[-*\d.)\s]+", "", x)).strip().rstrip(";,") for x in lines[i:i + 4]
+                  if re.match(r"^(?:[-*+]|\d+[.)])\s", x)]
+        if plain.endswith(":"):  # a lead-in: its first items say what it introduces
+            plain = plain + " " + joined(listed[1:] if _LISTED.match(line) else listed) if listed else plain
+        elif _LISTED.match(line):  # a section that is a list: its first items
+            plain = joined(listed[:3])
+        return clip(plain, 200)
+    return ""
+
+
+_LISTED = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+
+
+_EMPHASIS = re.compile(r"\*\*|__(?=\w)|(?<=\w)__|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])")
 
 
 def _lead(content: str) -> str:

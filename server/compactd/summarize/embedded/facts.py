@@ -479,7 +479,9 @@ class _Pass:
         f = self.f
         f.root = project_root([*f.modified, *f.read])
         show = shortener(f.root)
-        f.done = [(s, k, f.changes[t].line(show) if k == "edit" else t) for s, k, t in f.done]
+        f.done = [item for s, k, t in f.done for item in (
+            [(s, k, f.changes[t].line(show)), *((s, "digest", f"{t.rsplit('/', 1)[-1]} — {d}") for d in f.changes[t].digest)]
+            if k == "edit" else [(s, k, t)])]
         unreject_carried_out(f.decisions, f.done)
         if not self.tools.committed_once:
             f.uncommitted = []

@@ -183,7 +183,7 @@ def _previous_blocked(f: Facts, prev: Previous) -> list[str]:
 
 # Which Done lines give way first when the budget is tight: plain commands, then recap sentences and
 # other tools, then a previous summary's items; edits, commits, fixes and checks last.
-_DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "todo": 2, "prev": 2}
+_DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "digest": 1, "todo": 2, "prev": 2}
 
 
 def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
@@ -197,7 +197,7 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     items += [("todo", t) for st, t in f.todos if st == "completed"]
     seen: set[str] = set()
     items = [(k, t) for k, t in items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
-    for kind in ("command", "other", "recap", "prev"):  # plain commands go first, then tools, recaps
+    for kind in ("command", "other", "digest", "recap", "prev"):  # plain commands go first, then tools, digests, recaps
         while len(items) > _CAPS[DONE]:
             idx = next((i for i, (k, _) in enumerate(items) if k == kind), None)
             if idx is None:
