@@ -8,7 +8,7 @@ from compactd.summarize.embedded.edits import describe_read
 from compactd.summarize.extractive import extract_summary
 from tests.support.summarizers import make_request
 
-from .test_extractive import assistant, call, result, section, user
+from .test_extractive import assistant, call, result, section, text, user
 
 
 def summarize(msgs: list) -> str:
@@ -130,3 +130,28 @@ def test_a_written_document_is_described_section_by_section() -> None:
             "the process runs short of memory; a write invalidates them.") in done
     assert "- [x] cache.md — other sections: “Sequence”" in done  # a diagram alone: named, not quoted
     assert "“Rollout”: Ship behind the `cache_v2` flag; Turn it on for reads only; Remove the old path." in done
+
+
+# -- findings marked by layout -----------------------------------------------------------------
+def test_a_statement_under_a_bold_label_mid_work_is_a_finding_in_any_language() -> None:
+    msgs = [
+        user("Smoke-test the settings page in the browser"),
+        assistant(text("🐞 **Bug found**: the saved theme key is `app-app-theme` — the helper adds the prefix a second time.\n"
+                       "**0 warnings** in the console so far."),
+                  call("a", "bash", command="npm run e2e")),
+        result("a", "bash", "ok"),
+        assistant(text("**原因**：测试用同一个函数写入和读取键名，所以没有发现重复的前缀。"), call("b", "bash", command="npm run e2e")),
+        result("b", "bash", "ok"),
+    ]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert "- Finding: Bug found: the saved theme key is `app-app-theme` — the helper adds the prefix a second time." in critical
+    assert "- Finding: 原因: 测试用同一个函数写入和读取键名，所以没有发现重复的前缀。" in critical
+    assert "0 warnings" not in critical  # bold without a colon labels nothing
+
+
+def test_headings_inside_fenced_code_are_not_sections_of_a_document() -> None:
+    doc = "# Setup\n\n## Install\n\nRun the installer from the release page first.\n\n```bash\n# copy the sample env file\ncp a b\n```\n\n## Use\n\nStart the server and open the dashboard.\n"
+    msgs = [user("Write the setup guide"), assistant(call("w", "write", path="SETUP.md", content=doc)), result("w", "write", "ok")]
+    done = section(summarize(msgs), "### Done")
+    assert "sections “Install”, “Use”" in done
+    assert "copy the sample" not in done

@@ -79,7 +79,7 @@ def _names(text: str, path: str) -> list[str]:
     out: list[str] = []
     ext = path.lower()
     if ext.endswith(_DOC_EXT):
-        out += [f"“{h.strip('*` ')}”" for h in _HEADING.findall(text)]
+        out += [f"“{h.strip('*` ')}”" for h in _HEADING.findall(_blank_fences(text))]
     else:
         for m in _DEF.finditer(text):
             kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
@@ -162,7 +162,7 @@ _LEVELED = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$", re.MULTILINE)
 
 def _outline(content: str) -> list[str]:
     """A document's top sections: the distinct headings of the shallowest level below its title."""
-    heads = [(len(m.group(1)), m.group(2).strip("*` ")) for m in _LEVELED.finditer(content)]
+    heads = [(len(m.group(1)), m.group(2).strip("*` ")) for m in _LEVELED.finditer(_blank_fences(content))]
     if heads and heads[0][0] == min(level for level, _ in heads) and sum(lv == heads[0][0] for lv, _ in heads) == 1:
         heads = heads[1:]  # the title
     if not heads:
@@ -175,7 +175,7 @@ def _digest(content: str, limit: int = 14) -> list[str]:
     """What each top section of a written document says: '“heading”: its first sentence of prose',
     with the first items of the list that sentence introduces (a document written for the user is
     the substance of the work; its sections are where that substance is)."""
-    heads = [(len(m.group(1)), m.group(2).strip("*` "), m.start(), m.end()) for m in _LEVELED.finditer(content)]
+    heads = [(len(m.group(1)), m.group(2).strip("*` "), m.start(), m.end()) for m in _LEVELED.finditer(_blank_fences(content))]
     if len(heads) < 3:
         return []
     if sum(h[0] == heads[0][0] for h in heads) == 1:  # the title
@@ -226,6 +226,13 @@ def _lead(content: str) -> str:
             continue
         return clip(plain, 200)
     return ""
+
+
+def _blank_fences(content: str) -> str:
+    """The text with its fenced code blocks blanked (same length, so positions hold): a `# comment`
+    in a shell block is not a heading."""
+    return re.sub(r"^[ \t]*```.*?(?:^[ \t]*```[^\n]*$|\Z)", lambda m: re.sub(r"[^\n]", " ", m.group(0)), content,
+                  flags=re.MULTILINE | re.DOTALL)
 
 
 def unfenced(content: str) -> list[str]:
