@@ -84,7 +84,8 @@ def test_an_exploration_keeps_what_each_read_file_is_and_why_one_could_not_be_re
                  result(f"m{i}", "read", f"defmodule Shop.Mod{i} do\n  @moduledoc \"Handles part {i} of the shop.\"\nend\n")]
     critical = section(summarize(msgs), "## Critical Context")
     assert "Read lib/shop/router.ex: defines Shop.Router; uses Phoenix.Router; routes / → HomeController" in critical
-    assert "Read config/dev.exs: “Settings for the local server”; sets config :shop, Shop.Endpoint, http: [port: 4321]" in critical
+    assert ("Read config/dev.exs: “Settings for the local server”; sets config :shop, Shop.Endpoint, http: [port: 4321]"
+            in critical)
     assert "Read priv/static/bundle.js: could not be read: File content (900KB) exceeds maximum allowed size" in critical
     assert "Handles part 0 of the shop." in critical  # read-only work keeps more of what was read
 
@@ -150,8 +151,48 @@ def test_a_statement_under_a_bold_label_mid_work_is_a_finding_in_any_language() 
 
 
 def test_headings_inside_fenced_code_are_not_sections_of_a_document() -> None:
-    doc = "# Setup\n\n## Install\n\nRun the installer from the release page first.\n\n```bash\n# copy the sample env file\ncp a b\n```\n\n## Use\n\nStart the server and open the dashboard.\n"
-    msgs = [user("Write the setup guide"), assistant(call("w", "write", path="SETUP.md", content=doc)), result("w", "write", "ok")]
+    doc = ("# Setup\n\n## Install\n\nRun the installer from the release page first.\n\n"
+           "```bash\n# copy the sample env file\ncp a b\n```\n\n## Use\n\nStart the server and open the dashboard.\n")
+    msgs = [user("Write the setup guide"), assistant(call("w", "write", path="SETUP.md", content=doc)),
+            result("w", "write", "ok")]
     done = section(summarize(msgs), "### Done")
     assert "sections “Install”, “Use”" in done
     assert "copy the sample" not in done
+
+
+# -- what searches, records and diffs showed -------------------------------------------------------
+_PR_DIFF = '''diff --git a/cli/main.go b/cli/main.go
+index 1111111..2222222 100644
+--- a/cli/main.go
++++ b/cli/main.go
+@@ -10,6 +10,10 @@ func validate() error {
+ 	if verbose && quiet {
+ 		return errors.New("pick one")
+ 	}
++	// Reject a dry run that would also upload
++	if dryRun && upload {
++		return errors.New("cannot combine --dry-run with --upload, they contradict each other")
++	}
+ 	return nil
+ }
+-	legacy := true
+'''
+
+
+def test_a_review_keeps_what_the_diff_adds_the_pr_record_and_an_empty_search() -> None:
+    msgs = [
+        user("Review pull request 42 and tell me what it changes"),
+        assistant(call("v", "bash", command="gh pr view 42 --json title,author,additions,deletions")),
+        result("v", "bash", '{"additions":4,"author":{"id":"MDQ6VXNlcjEyMzQ1Njc4OTA=","login":"octo"},"deletions":1,'
+                            '"title":"Reject dry-run uploads"}'),
+        assistant(call("d", "bash", command="gh pr diff 42")),
+        result("d", "bash", _PR_DIFF),
+        assistant(text("Let me check for tests of the validation."), call("g", "grep", pattern="func TestValidate", path="./")),
+        result("g", "grep", "No files found"),
+    ]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert ("Looked: `gh pr view 42 --json title,author,additions,deletions` → additions: 4; author.login: octo; "
+            "deletions: 1; title: Reject dry-run uploads") in critical  # the opaque id is left out
+    assert ("Looked: `gh pr diff 42` → cli/main.go (+4/-1): comments “Reject a dry run that would also upload”; "
+            "messages “cannot combine --dry-run with --upload, they contradict each other”") in critical
+    assert 'Looked: `grep "func TestValidate" ./` → No files found' in critical

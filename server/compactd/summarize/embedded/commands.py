@@ -140,7 +140,8 @@ def command_family(command: str) -> str | None:
 
 
 # `git commit -m "$(cat <<'EOF' … EOF)"`: the message is the here-document's body.
-_HEREDOC_MESSAGE = re.compile(r"git commit\b[^\n]*?(?:-m|--message)\s+\"?\$\(cat <<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\1\b", re.DOTALL)
+_HEREDOC_MESSAGE = re.compile(r"git commit\b[^\n]*?(?:-m|--message)\s+\"?\$\(cat <<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\1\b",
+                              re.DOTALL)
 
 
 def _full_commit_message(command: str) -> str | None:

@@ -4,7 +4,9 @@ the modules and packages a file builds on."""
 
 from __future__ import annotations
 
+import json
 import re
+from typing import Any
 
 from .text import clip
 
@@ -55,3 +57,61 @@ def uses(content: str, limit: int = 6) -> list[str]:
     """The modules and packages a file builds on, in order, each once."""
     found = [next(g for g in m.groups() if g) for m in _USES.finditer(content)]
     return list(dict.fromkeys(found))[:limit]
+
+
+# A value that names nothing a reader can use: an opaque id, a hash, a token.
+_OPAQUE = re.compile(r"^[A-Za-z0-9+/=_-]{20,}$")
+
+
+def json_fields(output: str, limit: int = 400) -> str:
+    """A command's JSON output as 'key: value' for its scalar fields (nested keys dotted, the first
+    items of lists, opaque ids left out); '' when the output is not JSON."""
+    text = output.strip()
+    if not text.startswith(("{", "[")):
+        return ""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return ""
+    out: list[str] = []
+
+    def walk(value: Any, key: str) -> None:
+        if isinstance(value, dict):
+            for k, v in value.items():
+                walk(v, f"{key}.{k}" if key else str(k))
+        elif isinstance(value, list):
+            for v in value[:3]:
+                walk(v, key)
+        elif value not in (None, "", False) and not (isinstance(value, str) and _OPAQUE.match(value)):
+            out.append(f"{key}: {clip(str(value), 120)}" if key else clip(str(value), 120))
+
+    walk(data, "")
+    return clip("; ".join(out), limit)
+
+
+_DIFF_FILE = re.compile(r"^diff --git a/(\S+) b/(\S+)", re.MULTILINE)
+_ADDED_COMMENT = re.compile(r"^\+\s*(?://|#|/\*|\*|--)\s*(.{12,}?)\s*(?:\*/)?$", re.MULTILINE)
+_QUOTED = re.compile(r"""(["'`])([A-Za-z-](?:(?!\1)[^\n])*)\1""")
+
+
+def diff_digest(output: str, limit: int = 600) -> str:
+    """What a unified diff that was shown changes: per file its added and removed line counts, the
+    comments it adds and the messages (string literals of four words or more) it adds."""
+    files = list(_DIFF_FILE.finditer(output))
+    if not files:
+        return ""
+    parts = []
+    for i, m in enumerate(files):
+        body = output[m.end():files[i + 1].start() if i + 1 < len(files) else len(output)]
+        added = len(re.findall(r"^\+(?!\+\+ )", body, re.MULTILINE))
+        removed = len(re.findall(r"^-(?!-- )", body, re.MULTILINE))
+        part = f"{m.group(2)} (+{added}/-{removed})"
+        comments = list(dict.fromkeys(c.strip() for c in _ADDED_COMMENT.findall(body)))[:4]
+        added_lines = [ln for ln in body.splitlines() if ln.startswith("+") and not ln.startswith("+++")]
+        messages = list(dict.fromkeys(q for ln in added_lines for _, q in _QUOTED.findall(ln) if len(q.split()) >= 4))[:4]
+        if comments:
+            part += ": comments " + ", ".join(f"“{clip(c, 100)}”" for c in comments)
+        if messages:
+            part += ("; " if comments else ": ") + "messages " + ", ".join(f"“{clip(x, 120)}”" for x in messages)
+        parts.append(part)
+    return clip("; ".join(parts[:6]) + (f" (+{len(parts) - 6} files)" if len(parts) > 6 else ""), limit)

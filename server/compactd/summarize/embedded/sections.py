@@ -24,7 +24,6 @@ from ..base import SummaryKind
 from .commands import command_family, is_typed_error, program
 from .dialog import CONSTRAINT_RE, polite, recap_items, stem
 from .facts import Facts
-from .outcomes import listing
 from .resolve import Failure
 from .render import Lines
 from .sectionkeys import (
@@ -412,9 +411,10 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     # there is room, which is when the work was mostly reading.
     notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
     cut = (f.root.rstrip("/") + "/") if f.root else "\0"
-    looked = [f"Looked: `{clip(cmd, 100)}` → {listing(out_.replace(cut, ''), 12)}" for cmd, out_ in f.looked]
-    reading = not f.changes  # the work was reading: what was read is its substance
-    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-8:], priority=1)
+    looked = [f"Looked: `{clip(cmd, 100)}` → {seen.replace(cut, '')}" for cmd, seen in f.looked]
+    reading = not f.changes  # the work was reading: what was read and looked at is its substance,
+    # trimmed by share under a tight budget rather than first
+    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-8:], priority=3 if reading else 1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

@@ -10,6 +10,7 @@ from .commands import (
     READ_ONLY_TOOLS, Call, commit_body, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
 )
 from .edits import describe_read
+from .reads import diff_digest, json_fields
 from .outcomes import listing, printed_values, run_tally
 from .resolve import Failure, Missing
 from .text import clip
@@ -41,6 +42,14 @@ def _committed_subject(command: str, output: str) -> str | None:
     editor, a heredoc, a truncated transcript)."""
     m = _COMMIT_LINE.search(output) if re.search(r"\bgit\b[^\n]*\bcommit\b", command) else None
     return m.group(1).strip() if m else None
+
+
+def _searched(call: Call) -> str:
+    """A search tool's call as the command it stands for (`grep "pattern" path`), '' for other tools."""
+    pattern = call.args.get("pattern") or call.args.get("query")
+    if call.command or not isinstance(pattern, str) or not pattern:
+        return ""
+    return f'{call.name} "{pattern}"' + (f" {call.path}" if call.path else "")
 
 
 class ToolEffects:
@@ -89,9 +98,12 @@ class ToolEffects:
             what = f"`{clip(call.command, 100)}`" if call.command else call.short()
             f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
             self.asked = False
-        elif shown and call.command and len(output.strip().splitlines()) <= 12:
-            # a short listing or search result: what the agent learned, kept when there is room
-            f.looked.append((call.command, output[:3000]))
+        elif shown and (call.command or _searched(call)):
+            # a short listing or search result, a JSON record, a diff: what the agent learned, kept when there is room
+            seen = json_fields(output) or diff_digest(output) or (
+                listing(output, 12) if len(output.strip().splitlines()) <= 12 else "")
+            if seen:
+                f.looked.append((call.command or _searched(call), seen))
         if not call.command or call.read_only():
             if not call.command and call.name not in READ_ONLY_TOOLS:
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
