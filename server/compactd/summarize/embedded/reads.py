@@ -55,7 +55,8 @@ def routes(content: str, limit: int = 8) -> list[str]:
 
 def uses(content: str, limit: int = 6) -> list[str]:
     """The modules and packages a file builds on, in order, each once."""
-    found = [next(g for g in m.groups() if g) for m in _USES.finditer(content)]
+    candidates = "\n".join(ln for ln in content.splitlines() if "use " in ln or "import" in ln or "require(" in ln)
+    found = [next(g for g in m.groups() if g) for m in _USES.finditer(candidates)]
     return list(dict.fromkeys(found))[:limit]
 
 
