@@ -196,3 +196,15 @@ def test_a_review_keeps_what_the_diff_adds_the_pr_record_and_an_empty_search() -
     assert ("Looked: `gh pr diff 42` → cli/main.go (+4/-1): comments “Reject a dry run that would also upload”; "
             "messages “cannot combine --dry-run with --upload, they contradict each other”") in critical
     assert 'Looked: `grep "func TestValidate" ./` → No files found' in critical
+
+
+# -- text that is not English -------------------------------------------------------------------
+def test_a_chinese_message_is_not_repeated_under_user_messages_where_goal_quotes_it() -> None:
+    task = ("继续做 web 前端的 GUI 层的拆分工作。目标:在 web/ 和 shared/ 里删掉 multi-tenant 代码 + 加一个 first-run wizard。\n\n"
+            "切一个 worktree 隔离这条线,分支叫 web-strip。\n\n不要碰服务端的目录,那是另一个分支的工作。")
+    msgs = [user(task), assistant(text("好的,先看一下目录结构。"), call("l", "bash", command="ls web"))]
+    summary = summarize(msgs)
+    said = section(summary, "## User Messages")
+    assert "目标:在 web/ 和 shared/ 里删掉 multi-tenant 代码" in section(summary, "## Goal")
+    assert "删掉 multi-tenant" not in said  # quoted under Goal: not repeated
+    assert said == "- 不要碰服务端的目录,那是另一个分支的工作。"  # what Goal does not quote stays

@@ -108,11 +108,17 @@ def _user_messages(f: Facts, prev: Previous) -> list[str]:
     return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
 
 
+# Where a sentence ends: Western marks before a space; the full-width marks of Chinese and Japanese
+# with or without one. A CJK character counts twice toward a sentence's length (it carries about a word).
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
 def _uncovered(message: str, covered: str) -> str:
     """A user message without the sentences Goal or Constraints already quote ('' when nothing is left
     but its elisions)."""
-    parts = [p for p in re.split(r"(?<=[.!?…])\s+", message) if p]
-    kept = [p for p in parts if len(norm(p)) < 24 or norm(p) not in covered]
+    parts = [p.strip() for p in _SENTENCE_BREAK.split(message) if p.strip()]
+    kept = [p for p in parts if len(norm(p)) + len(_CJK.findall(p)) < 24 or norm(p) not in covered]
     if len(kept) == len(parts):
         return message
     text = re.sub(r"(?:\s*…\s*){2,}", " … ", " ".join(kept)).strip()
