@@ -208,3 +208,15 @@ def test_a_chinese_message_is_not_repeated_under_user_messages_where_goal_quotes
     assert "目标:在 web/ 和 shared/ 里删掉 multi-tenant 代码" in section(summary, "## Goal")
     assert "删掉 multi-tenant" not in said  # quoted under Goal: not repeated
     assert said == "- 不要碰服务端的目录,那是另一个分支的工作。"  # what Goal does not quote stays
+
+
+def test_json_and_diff_digests_stay_small_on_big_or_odd_output() -> None:
+    from compactd.summarize.embedded.reads import diff_digest, json_fields
+
+    assert json_fields("[" * 5000 + "]" * 5000) == ""  # nested past what the parser takes: not a record
+    assert json_fields("{not json") == "" and json_fields("plain text") == ""
+    record = json_fields('{"items": [' + ", ".join(f'{{"name": "item number {i}"}}' for i in range(500)) + "]}")
+    assert record.startswith("items.name: item number 0; items.name: item number 1; items.name: item number 2")
+    many = "".join(f'diff --git a/f{i}.py b/f{i}.py\n+++ b/f{i}.py\n+print("step {i} of the run")\n' for i in range(40))
+    digest = diff_digest(many)
+    assert digest.endswith("(+34 files)") and len(digest) <= 600

@@ -68,23 +68,27 @@ def json_fields(output: str, limit: int = 400) -> str:
     """A command's JSON output as 'key: value' for its scalar fields (nested keys dotted, the first
     items of lists, opaque ids left out); '' when the output is not JSON."""
     text = output.strip()
-    if not text.startswith(("{", "[")):
+    if not text.startswith(("{", "[")) or len(text) > 100_000:  # a big dump is not a record to quote
         return ""
     try:
         data = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return ""
     out: list[str] = []
+    size = [0]
 
-    def walk(value: Any, key: str) -> None:
+    def walk(value: Any, key: str, depth: int = 0) -> None:
+        if size[0] > limit or depth > 20:  # enough to fill the line; deeper nesting is not read
+            return
         if isinstance(value, dict):
             for k, v in value.items():
-                walk(v, f"{key}.{k}" if key else str(k))
+                walk(v, f"{key}.{k}" if key else str(k), depth + 1)
         elif isinstance(value, list):
             for v in value[:3]:
-                walk(v, key)
+                walk(v, key, depth + 1)
         elif value not in (None, "", False) and not (isinstance(value, str) and _OPAQUE.match(value)):
             out.append(f"{key}: {clip(str(value), 120)}" if key else clip(str(value), 120))
+            size[0] += len(out[-1]) + 2
 
     walk(data, "")
     return clip("; ".join(out), limit)
@@ -102,7 +106,7 @@ def diff_digest(output: str, limit: int = 600) -> str:
     if not files:
         return ""
     parts = []
-    for i, m in enumerate(files):
+    for i, m in enumerate(files[:6]):  # the first files say enough; the rest are counted
         body = output[m.end():files[i + 1].start() if i + 1 < len(files) else len(output)]
         added = len(re.findall(r"^\+(?!\+\+ )", body, re.MULTILINE))
         removed = len(re.findall(r"^-(?!-- )", body, re.MULTILINE))
@@ -115,4 +119,4 @@ def diff_digest(output: str, limit: int = 600) -> str:
         if messages:
             part += ("; " if comments else ": ") + "messages " + ", ".join(f"“{clip(x, 120)}”" for x in messages)
         parts.append(part)
-    return clip("; ".join(parts[:6]) + (f" (+{len(parts) - 6} files)" if len(parts) > 6 else ""), limit)
+    return clip("; ".join(parts) + (f" (+{len(files) - 6} files)" if len(files) > 6 else ""), limit)
