@@ -220,3 +220,18 @@ def test_json_and_diff_digests_stay_small_on_big_or_odd_output() -> None:
     many = "".join(f'diff --git a/f{i}.py b/f{i}.py\n+++ b/f{i}.py\n+print("step {i} of the run")\n' for i in range(40))
     digest = diff_digest(many)
     assert digest.endswith("(+34 files)") and len(digest) <= 600
+
+
+# -- fitting the budget -----------------------------------------------------------------------------
+def test_under_a_tight_budget_one_long_line_goes_before_several_short_ones_of_its_rank() -> None:
+    from compactd.summarize.base import SummaryKind
+    from compactd.summarize.embedded.render import Lines, fit
+    from compactd.summarize.embedded.sectionkeys import DONE
+
+    lines = Lines()
+    lines.add(DONE, [f"Fixed parser case {i}: quoted commas in field {i}" for i in range(6)])
+    lines.add(DONE, ["Ran the full import of the archive and " + "looked through every table it produced; " * 12])
+    out = fit(SummaryKind.HISTORY, lines.items, 150)
+    for i in range(6):
+        assert f"Fixed parser case {i}: quoted commas in field {i}" in out
+    assert "Ran the full import" not in out
