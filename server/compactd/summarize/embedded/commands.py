@@ -139,12 +139,31 @@ def command_family(command: str) -> str | None:
     return None
 
 
-def commit_message(command: str) -> str | None:
+# `git commit -m "$(cat <<'EOF' … EOF)"`: the message is the here-document's body.
+_HEREDOC_MESSAGE = re.compile(r"git commit\b[^\n]*?(?:-m|--message)\s+\"?\$\(cat <<-?\s*['\"]?(\w+)['\"]?\n(.*?)\n\s*\1\b",
+                              re.DOTALL)
+
+
+def _full_commit_message(command: str) -> str | None:
+    m = _HEREDOC_MESSAGE.search(command)
+    if m:
+        return m.group(2)
     m = re.search(r"git commit\b[^\n]*?(?:-m|--message)\s+(\"(?:[^\"\\]|\\.)*\"|'[^']*')", command)
-    if not m:
-        return None
-    raw = m.group(1)[1:-1]
-    return raw.replace('\\"', '"').split("\n")[0].strip() or None
+    return m.group(1)[1:-1].replace('\\"', '"') if m else None
+
+
+def commit_message(command: str) -> str | None:
+    """The subject line of the message a `git commit` command gives."""
+    raw = _full_commit_message(command)
+    return (raw.strip().split("\n")[0].strip() or None) if raw else None
+
+
+def commit_body(command: str) -> str:
+    """The opening sentence of a commit message's body (what the commit is for), '' when it has none."""
+    raw = _full_commit_message(command) or ""
+    body = raw.strip().split("\n\n", 1)[1] if "\n\n" in raw.strip() else ""
+    first = re.split(r"(?<=[.!?])\s|(?<=[。！？])", " ".join(body.split()), maxsplit=1)[0]
+    return first if len(first.split()) >= 3 and not first.startswith(("Co-Authored", "Signed-off", "🤖")) else ""
 
 
 def cwd_of(command: str) -> str | None:

@@ -12,7 +12,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from .text import clip
+from . import reads
+from .text import clip, joined
 
 # Definitions in the common languages: def/class (Python), function/class/interface/type/enum/const
 # (JS/TS), func/type (Go), fn/struct/enum/trait/impl (Rust), plus `name = (...) =>` arrow functions.
@@ -49,6 +50,7 @@ class Change:
     exports: list[str] = field(default_factory=list)
     outline: list[str] = field(default_factory=list)  # for a written document: its section headings
     lead: str = ""  # for a written document: its first line of prose
+    digest: list[str] = field(default_factory=list)  # for a written document: what each section says
 
     def line(self, show: Callable[[str], str] = str) -> str:
         head = f"{self.verb} {show(self.path)}" + (f" (×{self.count})" if self.count > 1 else "")
@@ -77,7 +79,7 @@ def _names(text: str, path: str) -> list[str]:
     out: list[str] = []
     ext = path.lower()
     if ext.endswith(_DOC_EXT):
-        out += [f"“{h.strip('*` ')}”" for h in _HEADING.findall(text)]
+        out += [f"“{h.strip('*` ')}”" for h in _HEADING.findall(_blank_fences(text))]
     else:
         for m in _DEF.finditer(text):
             kind, name = m.group(1)[:4].rstrip("*"), m.group(2)
@@ -152,6 +154,7 @@ def describe_write(change: Change, content: str) -> None:
     change.exports = rest[:6] + ([f"{len(tests)} tests"] if tests else []) or change.exports
     if change.path.lower().endswith(_DOC_EXT):  # a document: its outline and what it opens by saying
         change.outline, change.lead = _outline(content), _lead(content)
+        change.digest = _digest(content)
 
 
 _LEVELED = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$", re.MULTILINE)
@@ -159,13 +162,60 @@ _LEVELED = re.compile(r"^(#{1,6})\s+(.+?)\s*#*$", re.MULTILINE)
 
 def _outline(content: str) -> list[str]:
     """A document's top sections: the distinct headings of the shallowest level below its title."""
-    heads = [(len(m.group(1)), m.group(2).strip("*` ")) for m in _LEVELED.finditer(content)]
+    heads = [(len(m.group(1)), m.group(2).strip("*` ")) for m in _LEVELED.finditer(_blank_fences(content))]
     if heads and heads[0][0] == min(level for level, _ in heads) and sum(lv == heads[0][0] for lv, _ in heads) == 1:
         heads = heads[1:]  # the title
     if not heads:
         return []
     top = min(level for level, _ in heads)
     return list(dict.fromkeys(f"“{clip(h, 60)}”" for level, h in heads if level == top))
+
+
+def _digest(content: str, limit: int = 14) -> list[str]:
+    """What each top section of a written document says: '“heading”: its first sentence of prose',
+    with the first items of the list that sentence introduces (a document written for the user is
+    the substance of the work; its sections are where that substance is)."""
+    heads = [(len(m.group(1)), m.group(2).strip("*` "), m.start(), m.end()) for m in _LEVELED.finditer(_blank_fences(content))]
+    if len(heads) < 3:
+        return []
+    if sum(h[0] == heads[0][0] for h in heads) == 1:  # the title
+        heads = heads[1:]
+    top = min(h[0] for h in heads)
+    out = []
+    for i, (level, title, _, end) in enumerate(heads):
+        if level != top:
+            continue
+        nxt = next((h[2] for h in heads[i + 1:] if h[0] <= top), len(content))
+        said = _section_gist(content[end:nxt])
+        if said:
+            out.append(f"“{clip(title, 60)}”: {said}")
+        elif out and out[-1].startswith("other sections: "):  # diagrams, code, tables: named only
+            out[-1] += f", “{clip(title, 60)}”"
+        else:
+            out.append(f"other sections: “{clip(title, 60)}”")
+    return out[:limit]
+
+
+def _section_gist(body: str) -> str:
+    lines = [ln for ln in unfenced(body) if not ln.startswith(("#", "|"))]
+    for i, line in enumerate(lines):
+        plain = _EMPHASIS.sub("", re.sub(r"^[-*>\d.)\s]+", "", line)).strip()
+        if len(plain.split()) < 4:
+            continue
+        listed = [_EMPHASIS.sub("", re.sub(r"^[-*\d.)\s]+", "", x)).strip().rstrip(";,") for x in lines[i:i + 4]
+                  if re.match(r"^(?:[-*+]|\d+[.)])\s", x)]
+        if plain.endswith(":"):  # a lead-in: its first items say what it introduces
+            plain = plain + " " + joined(listed[1:] if _LISTED.match(line) else listed) if listed else plain
+        elif _LISTED.match(line):  # a section that is a list: its first items
+            plain = joined(listed[:3])
+        return clip(plain, 200)
+    return ""
+
+
+_LISTED = re.compile(r"^(?:[-*+]|\d+[.)])\s")
+
+
+_EMPHASIS = re.compile(r"\*\*|__(?=\w)|(?<=\w)__|(?<![\w*])\*(?=\w)|(?<=\w)\*(?![\w*])")
 
 
 def _lead(content: str) -> str:
@@ -176,6 +226,13 @@ def _lead(content: str) -> str:
             continue
         return clip(plain, 200)
     return ""
+
+
+def _blank_fences(content: str) -> str:
+    """The text with its fenced code blocks blanked (same length, so positions hold): a `# comment`
+    in a shell block is not a heading."""
+    return re.sub(r"^[ \t]*```.*?(?:^[ \t]*```[^\n]*$|\Z)", lambda m: re.sub(r"[^\n]", " ", m.group(0)), content,
+                  flags=re.MULTILINE | re.DOTALL)
 
 
 def unfenced(content: str) -> list[str]:
@@ -220,9 +277,18 @@ _LINE_NUMBER = re.compile(r"^\s*\d+(?:→|\t)", re.MULTILINE)  # `cat -n` style 
 
 
 def describe_read(path: str, output: str) -> str:
-    """What a file that was read is: its title or docstring and what it defines ('' when nothing)."""
+    """What a file that was read is: its title or docstring, what it defines, builds on and routes, or
+    for a configuration file what it sets ('' when nothing)."""
     content = _LINE_NUMBER.sub("", output[:6000])  # what a file is shows at its top
     about = _title(content, path)
+    parts = [f"“{about}”"] if about else []
+    if reads.is_config(path) and not path.lower().endswith(_DOC_EXT):
+        sets = reads.settings(content)
+        return "; ".join(parts + ([f"sets {sets}"] if sets else []))
     names = [n for n in _names(content, path) if not n.startswith("“")][:8]
-    parts = ([f"“{about}”"] if about else []) + (["defines " + ", ".join(names)] if names else [])
+    parts += ["defines " + ", ".join(names)] if names else []
+    built_on = reads.uses(content)
+    parts += ["uses " + ", ".join(built_on)] if built_on else []
+    mapped = reads.routes(content)
+    parts += ["routes " + ", ".join(mapped)] if mapped else []
     return "; ".join(parts)

@@ -13,6 +13,7 @@ from . import dialog as dl
 from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
+from .findings import labelled
 from .markup import declined, read_user, strip_injected, without_envelope
 from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
@@ -333,6 +334,8 @@ class _Pass:
         else:
             f.decisions.extend(Decision(s, self.seq) for s in dl.decision_sentences(text))
         f.findings.extend(dl.finding_sentences(text) + dl.listed_findings(text))
+        if not ends_turn:  # mid-work, what the agent marks as a finding (a closing reply's points are its recap)
+            f.findings.extend(labelled(text))
         said = [s for s in sentences(text) if not dl.NARRATION.match(s) and len(s) >= 25 and not s.endswith(":")]
         for x in f.failures:  # the agent's explanation after a failure: a finding, or words that name it
             if x.diagnosis or x.resolved or not said:
@@ -498,7 +501,9 @@ class _Pass:
         f = self.f
         f.root = project_root([*f.modified, *f.read])
         show = shortener(f.root)
-        f.done = [(s, k, f.changes[t].line(show) if k == "edit" else t) for s, k, t in f.done]
+        f.done = [item for s, k, t in f.done for item in (
+            [(s, k, f.changes[t].line(show)), *((s, "digest", f"{t.rsplit('/', 1)[-1]} — {d}") for d in f.changes[t].digest)]
+            if k == "edit" else [(s, k, t)])]
         unreject_carried_out(f.decisions, f.done)
         if not self.tools.committed_once:
             f.uncommitted = []

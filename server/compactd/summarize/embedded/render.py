@@ -114,7 +114,9 @@ def _victim(keep: list[Line]) -> Line | None:
         section = max(candidates, key=lambda k: (sum(_size(ln) for ln in candidates[k]) / SHARE[k], k))
         lines = candidates[section]
         rest = lines[1:] if section in _KEEP_FIRST else lines
-        return min(rest, key=lambda ln: (ln.rank, ln.order))
+        # of equal rank, a long line first (by steps of ~150 characters): it frees the room of several
+        # short ones, and each line is about one fact; then the oldest
+        return min(rest, key=lambda ln: (ln.rank, -(_size(ln) // 150), ln.order))
     return min(keep, key=lambda ln: (ln.priority, ln.order)) if keep else None
 
 

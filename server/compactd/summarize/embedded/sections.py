@@ -24,7 +24,6 @@ from ..base import SummaryKind
 from .commands import command_family, is_typed_error, program
 from .dialog import CONSTRAINT_RE, polite, recap_items, stem
 from .facts import Facts
-from .outcomes import listing
 from .resolve import Failure
 from .render import Lines
 from .sectionkeys import (
@@ -112,11 +111,17 @@ def _user_messages(f: Facts, prev: Previous) -> list[str]:
     return said if len(said) <= cap else said[:2] + said[-(cap - 2):]
 
 
+# Where a sentence ends: Western marks before a space; the full-width marks of Chinese and Japanese
+# with or without one. A CJK character counts twice toward a sentence's length (it carries about a word).
+_SENTENCE_BREAK = re.compile(r"(?<=[.!?…])\s+|(?<=[。！？])\s*")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff]")
+
+
 def _uncovered(message: str, covered: str) -> str:
     """A user message without the sentences Goal or Constraints already quote ('' when nothing is left
     but its elisions)."""
-    parts = [p for p in re.split(r"(?<=[.!?…])\s+", message) if p]
-    kept = [p for p in parts if len(norm(p)) < 24 or norm(p) not in covered]
+    parts = [p.strip() for p in _SENTENCE_BREAK.split(message) if p.strip()]
+    kept = [p for p in parts if len(norm(p)) + len(_CJK.findall(p)) < 24 or norm(p) not in covered]
     if len(kept) == len(parts):
         return message
     text = re.sub(r"(?:\s*…\s*){2,}", " … ", " ".join(kept)).strip()
@@ -186,7 +191,7 @@ def _previous_blocked(f: Facts, prev: Previous) -> list[str]:
 
 # Which Done lines give way first when the budget is tight: plain commands, then recap sentences and
 # other tools, then a previous summary's items; edits, commits, fixes and checks last.
-_DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "todo": 2, "prev": 2}
+_DONE_RANK = {"command": 0, "shown": 1, "recap": 1, "other": 1, "digest": 1, "todo": 2, "prev": 2}
 
 
 def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
@@ -200,7 +205,7 @@ def _done(f: Facts, prev: Previous, moved: list[str]) -> list[tuple[str, str]]:
     items += [("todo", t) for st, t in f.todos if st == "completed"]
     seen: set[str] = set()
     items = [(k, t) for k, t in items if not (norm(t) in seen or seen.add(norm(t)))]  # type: ignore[func-returns-value]
-    for kind in ("command", "other", "recap", "prev"):  # plain commands go first, then tools, recaps
+    for kind in ("command", "other", "digest", "recap", "prev"):  # plain commands go first, then tools, digests, recaps
         while len(items) > _CAPS[DONE]:
             idx = next((i for i, (k, _) in enumerate(items) if k == kind), None)
             if idx is None:
@@ -449,8 +454,10 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     # there is room, which is when the work was mostly reading.
     notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
     cut = (f.root.rstrip("/") + "/") if f.root else "\0"
-    looked = [f"Looked: `{clip(cmd, 100)}` → {listing(out_.replace(cut, ''), 12)}" for cmd, out_ in f.looked]
-    out.add(CRITICAL, notes[-12:] + dedupe(looked)[-8:], priority=1)
+    looked = [f"Looked: `{clip(cmd, 100)}` → {seen.replace(cut, '')}" for cmd, seen in f.looked]
+    reading = not f.changes  # the work was reading: what was read and looked at is its substance,
+    # trimmed by share under a tight budget rather than first
+    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-8:], priority=3 if reading else 1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

@@ -60,14 +60,18 @@ def unfenced_lines(text: str) -> Iterator[str]:
             yield line
 
 
+_NUMBERED = re.compile(r"^\d+[.)]\s+")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[\w`\"'(\[])")
+
+
 def sentences(text: str) -> list[str]:
     """Prose sentences of a text: fenced blocks and lines that look like code are skipped."""
     out = []
     for line in unfenced_lines(text):
         if not line or _CODE_LINE.search(line):
             continue
-        line = re.sub(r"^\d+[.)]\s+", "", line)  # a numbered item's number is not a sentence of its own
-        out.extend(s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[\w`\"'(\[])", line) if s.strip())
+        line = _NUMBERED.sub("", line)  # a numbered item's number is not a sentence of its own
+        out.extend(s.strip() for s in _SENTENCE_END.split(line) if s.strip())
     return out
 
 

@@ -7,9 +7,10 @@ import re
 from typing import TYPE_CHECKING
 
 from .commands import (
-    READ_ONLY_TOOLS, Call, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
+    READ_ONLY_TOOLS, Call, commit_body, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
 )
 from .edits import describe_read
+from .reads import diff_digest, json_fields
 from .outcomes import listing, printed_values, run_tally
 from .resolve import Failure, Missing
 from .text import clip
@@ -43,6 +44,14 @@ def _committed_subject(command: str, output: str) -> str | None:
     return m.group(1).strip() if m else None
 
 
+def _searched(call: Call) -> str:
+    """A search tool's call as the command it stands for (`grep "pattern" path`), '' for other tools."""
+    pattern = call.args.get("pattern") or call.args.get("query")
+    if call.command or not isinstance(pattern, str) or not pattern:
+        return ""
+    return f'{call.name} "{pattern}"' + (f" {call.path}" if call.path else "")
+
+
 class ToolEffects:
     def __init__(self, facts: Facts) -> None:
         self.f = facts
@@ -60,6 +69,8 @@ class ToolEffects:
             f.checks[family] = (call.seq, False)
             f.tallies[family] = tally
         if call.read_only() and not family:
+            if call.name == "read" and call.path:  # why the file could not be read (too large, missing)
+                f.read_notes[call.path] = "could not be read: " + clip(re.sub(r"</?[\w_]+>", "", line), 160)
             if _MISSING_PROGRAM.search(output):  # a fact about the machine, not an error of the work
                 f.missing.append(Missing(program(call.command) or call.name, line, call.seq))
             return  # a search that found nothing is not an error of the work
@@ -79,16 +90,20 @@ class ToolEffects:
             f.read.append(call.path)
         if call.name == "read" and call.path:
             what = describe_read(call.path, output)
+            failed = f.read_notes.get(call.path, "")
             if what:  # what the file turned out to be: a finding of its own in an exploration
-                f.read_notes[call.path] = what
+                f.read_notes[call.path] = (failed + "; then read in part: " if failed.startswith("could not") else "") + what
         shown = listing(output, 8) if call.read_only() and call.name != "read" else ""
         if self.asked and shown:  # the user asked to see something: what came back is the answer
             what = f"`{clip(call.command, 100)}`" if call.command else call.short()
             f.done.append((call.seq, "shown", f"Showed the user {what} → {shown}"))
             self.asked = False
-        elif shown and call.command and len(output.strip().splitlines()) <= 12:
-            # a short listing or search result: what the agent learned, kept when there is room
-            f.looked.append((call.command, output[:3000]))
+        elif shown and (call.command or _searched(call)):
+            # a short listing or search result, a JSON record, a diff: what the agent learned, kept when there is room
+            seen = json_fields(output) or diff_digest(output) or (
+                listing(output, 12) if len(output.strip().splitlines()) <= 12 else "")
+            if seen:
+                f.looked.append((call.command or _searched(call), seen))
         if not call.command or call.read_only():
             if not call.command and call.name not in READ_ONLY_TOOLS:
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
@@ -103,7 +118,7 @@ class ToolEffects:
             return
         message = commit_message(call.command) or _committed_subject(call.command, output)
         if message:
-            self.committed(call.seq, message, output)
+            self.committed(call.seq, message, output, commit_body(call.command))
             return
         renames, deleted = file_moves(call.command)
         in_scratch = self.scratch((cwd_of(call.command) or "").rstrip("/") + "/")
@@ -141,11 +156,12 @@ class ToolEffects:
             parts.append("Deleted " + ", ".join(deleted))
         f.done.append((seq, "files", "; ".join(parts)))
 
-    def committed(self, seq: int, message: str, output: str = "") -> None:
+    def committed(self, seq: int, message: str, output: str = "", body: str = "") -> None:
         f = self.f
         sha = re.search(r"^\[([\w./-]+)(?: \(root-commit\))? ([0-9a-f]{7,})\] ", output, re.MULTILINE)
         where = f" ({sha.group(2)} on `{sha.group(1)}`)" if sha else ""
-        f.done.append((seq, "commit", f'Committed "{clip(message, 200)}"{where}'))
+        about = f" — {clip(body, 160)}" if body else ""  # what the commit is for, in its body's words
+        f.done.append((seq, "commit", f'Committed "{clip(message, 200)}"{where}{about}'))
         self.committed_once = True
         f.last_commit_seq = seq
         f.uncommitted = []
