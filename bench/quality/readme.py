@@ -62,7 +62,7 @@ def cell(r: dict[str, Any] | None, *, bold: bool = False) -> str:
 
 def kind(name: str, source: str) -> str:
     if name.startswith("external/"):
-        return "real, Claude Code or Codex"
+        return "real, Claude Code, Codex or Cursor"
     if source == "real":
         return "real, Pi"
     return {"corpus": "authored corpus", "generated": "generated"}.get(source, source)
@@ -71,7 +71,7 @@ def kind(name: str, source: str) -> str:
 def groups(embedded: Regions, side: str) -> list[tuple[str, list[str]]]:
     """(label, region names) per kind of region on one side of the split, real first."""
     names = [n for n, r in embedded.items() if r["split"] == side]
-    order = ("real, Claude Code or Codex", "real, Pi", "authored corpus", "generated")
+    order = ("real, Claude Code, Codex or Cursor", "real, Pi", "authored corpus", "generated")
     out = []
     for k in order:
         members = [n for n in names if kind(n, embedded[n]["source"]) == k]
