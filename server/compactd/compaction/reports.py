@@ -23,7 +23,12 @@ from .exact_tokens import ExactTokenCache, count_entry_messages
 from .figures import compaction_figures, path_context_tokens, summarized_entries
 from .prepare import CompactionPreparation, NotPrepared, prepare_compaction
 from .prune import DEFAULT_PRUNE_SETTINGS, PruneSettings, plan_prune
-from .serialize import SerializedTextCache
+from .serialize import (
+    SerializedTextCache,
+    escape_wrapped,
+    serialize_sourced_counted,
+    serialize_sourced_json_counted,
+)
 from .settings import (
     DEFAULT_COMPACTION_SETTINGS,
     DEFAULT_CONTEXT_WINDOW,
@@ -146,21 +151,26 @@ def _compaction_settings(keep_recent_tokens: int | None, reserve_tokens: int | N
 
 
 def preparation_json(prep: CompactionPreparation, *, context_tokens: int, include_text: bool = True,
-                     text_as_json: bool = False) -> dict[str, Any]:
+                     text_as_json: bool = False, texts: tuple[Any, Any, int] | None = None) -> dict[str, Any]:
     """The dry-run answer; without `include_text`, `conversationText` and `turnPrefixText` are
     null (nothing serialized). With `text_as_json` the two texts are `EncodedJsonString`s, for a
     writer that sends their parts as they are (`rpc/answers.py`). `context_tokens`: the chars/4
     estimate of the context at the leaf (`figures.estimated_context_tokens`), the figure a
-    compaction made there shows as its `contextBefore`."""
-    if include_text and text_as_json:
-        conversation: Any = prep.conversation_json()
-        turn_prefix: Any = prep.turn_prefix_json()
-    elif include_text:
-        conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
-    else:
-        conversation = turn_prefix = None
+    compaction made there shows as its `contextBefore`. `texts`: `summary_texts(prep, text_as_json)`
+    when the caller made it already."""
     cache, estimates = prep.text_cache, prep.estimates
-    summarized = _estimate_pairs(prep.summarized, cache, estimates) + _estimate_pairs(prep.turn_prefix, cache, estimates)
+    conversation: Any = None
+    turn_prefix: Any = None
+    if texts is None and include_text and prep.compat == "pi":
+        texts = summary_texts(prep, text_as_json)
+    if texts is not None:
+        conversation, turn_prefix, summarized = texts
+    else:
+        if include_text and text_as_json:
+            conversation, turn_prefix = prep.conversation_json(), prep.turn_prefix_json()
+        elif include_text:
+            conversation, turn_prefix = prep.conversation_text, prep.turn_prefix_text
+        summarized = _estimate_pairs(prep.summarized, cache, estimates) + _estimate_pairs(prep.turn_prefix, cache, estimates)
     # oh-my-pi's estimatedTokensAfter is its own (byte-based) estimate; the comparison needs chars/4.
     kept = prep.estimated_tokens_after if prep.compat == "pi" else _estimate_pairs(prep.kept, cache, estimates)
     return {
@@ -183,6 +193,27 @@ def preparation_json(prep: CompactionPreparation, *, context_tokens: int, includ
         "estimatedTokensKept": kept,
         "compat": prep.compat,
     }
+
+
+def summary_texts(prep: CompactionPreparation, as_json: bool) -> tuple[Any, Any, int]:
+    """Pi's conversation and turn-prefix texts (`conversation_text`, `turn_prefix_text`, or their
+    `_json` forms) and `estimatedTokensSummarized`, each message serialized and estimated in one
+    pass, the estimates kept by the session's cache or else the request's memo (the context's
+    figure adds them up again): on a long uncompacted path, tens of thousands of messages."""
+    cache, estimates = prep.text_cache, prep.estimates
+    if as_json:
+        conversation_json, tokens = serialize_sourced_json_counted(prep.summarized, cache, escape_wrapped, estimates)
+        conversation: Any = conversation_json
+    else:
+        conversation, tokens = serialize_sourced_counted(prep.summarized, cache, escape_wrapped, estimates)
+    if not prep.is_split_turn:  # no turn-prefix text (and, from `prepare_compaction`, no messages)
+        return conversation, None, tokens + _estimate_pairs(prep.turn_prefix, cache, estimates)
+    if as_json:
+        prefix_json, prefix_tokens = serialize_sourced_json_counted(prep.turn_prefix, cache, escape_wrapped, estimates)
+        turn_prefix: Any = prefix_json
+    else:
+        turn_prefix, prefix_tokens = serialize_sourced_counted(prep.turn_prefix, cache, escape_wrapped, estimates)
+    return conversation, turn_prefix, tokens + prefix_tokens
 
 
 def _estimate_pairs(items: Sequence[tuple[str, dict[str, Any]]], cache: SerializedTextCache | None = None,
@@ -224,10 +255,15 @@ def prepare_report(
     # they trigger full collector passes over the whole session (most of the time on 20k entries).
     with gc_paused(len(session.by_id)):
         prep, path = _prepared(session, leaf_key, settings, compat, text_cache)
-        # The context's estimate from the path the preparation walked, through its estimates.
-        report = (preparation_json(prep, context_tokens=path_context_tokens(path, leaf_key, text_cache, prep.estimates),
-                                   include_text=include_text, text_as_json=text_as_json)
-                  if isinstance(prep, CompactionPreparation) and leaf_key is not None else None)
+        report = None
+        if isinstance(prep, CompactionPreparation) and leaf_key is not None:
+            # The texts first: they estimate the summarized messages on the way, which the
+            # context's estimate (from the path the preparation walked) then finds made.
+            texts = summary_texts(prep, text_as_json) if include_text and prep.compat == "pi" else None
+            context_tokens = path_context_tokens(path, leaf_key, text_cache, prep.estimates)
+            report = preparation_json(prep, context_tokens=context_tokens, include_text=include_text,
+                                      text_as_json=text_as_json, texts=texts)
+            del texts
         # Freed before the collector is back: it runs as soon as it is (the allocations made
         # during the pause are over its threshold) and would walk every object still alive.
         del prep, path

@@ -18,8 +18,16 @@ from orjson import dumps as _dumps
 
 from compactd.session.context import PRUNED_OUTPUT_NOTICE, _text_of_blocks, convert_message, convert_to_llm
 
-from .tokens import estimate_tokens
-from .jscompat import DIGITS, js_json_stringify, js_object_items, js_template_value, utf16_len, utf16_slice
+from .tokens import MessageEstimates, estimate_tokens
+from .jscompat import (
+    DIGITS,
+    js_json_stringify,
+    js_json_stringify_length,
+    js_object_items,
+    js_template_value,
+    utf16_len,
+    utf16_slice,
+)
 
 __all__ = [
     "TOOL_RESULT_MAX_CHARS",
@@ -33,7 +41,10 @@ __all__ = [
     "JSON_CHUNK_BYTES",
     "serialize_sourced",
     "serialize_sourced_json",
+    "serialize_sourced_counted",
+    "serialize_sourced_json_counted",
     "append_message_parts",
+    "append_message_parts_counted",
     "escape_wrapped",
 ]
 
@@ -146,6 +157,105 @@ def _assistant_parts(content: Any) -> list[str]:
     if calls:
         parts.append("[Assistant tool calls]: " + "; ".join(calls))
     return parts
+
+
+# --- One pass for the text and the chars/4 estimate --------------------------------------------
+# A dry run sends the history text and adds up the same messages' estimates
+# (`estimatedTokensSummarized`): walked once, a tool call's arguments are encoded once for both
+# (JSON.stringify's length is what the estimate counts, and the text holds each value's JSON).
+
+
+def _code_units(text: str) -> int:
+    return len(text) if text.isascii() else utf16_len(text)
+
+
+def _json_key_units(key: str) -> int:
+    """`JSON.stringify(key).length`: the key and its quotes when nothing in it is escaped."""
+    if key.isascii() and key.isprintable() and '"' not in key and "\\" not in key:
+        return len(key) + 2
+    return utf16_len(js_json_stringify(key))
+
+
+def _plain_arguments_counted(arguments: dict[Any, Any]) -> tuple[str, int] | None:
+    """`_plain_arguments_text(arguments)` and `JSON.stringify(arguments).length`, summed from the
+    same encoded values: braces, each `"key":value`, commas. None where the former is None."""
+    parts = []
+    units = 2  # the braces
+    try:
+        for key, value in arguments.items():
+            if type(key) is not str or key[:1] in DIGITS:
+                return None
+            encoded = _dumps(value).decode() if type(value) is str else js_json_stringify(value)
+            parts.append(f"{key}={encoded}")
+            units += _json_key_units(key) + 1 + _code_units(encoded)
+    except JSONEncodeError:
+        return None
+    if len(parts) > 1:
+        units += len(parts) - 1
+    return ", ".join(parts), units
+
+
+def _tool_call_counted(block: Mapping[str, Any]) -> tuple[str, int]:
+    """`_tool_call_text(block)` and the call's share of the estimate's characters: the length of
+    its arguments' JSON ("undefined" when absent) and of its name when a string."""
+    arguments = block.get("arguments", _MISSING)
+    name = block.get("name", _MISSING)
+    counted = _plain_arguments_counted(arguments) if type(arguments) is dict else None
+    if counted is None:
+        text = _tool_call_text(block)
+        units = len("undefined") if arguments is _MISSING else js_json_stringify_length(arguments)
+    else:
+        rendered, units = counted
+        label = name if type(name) is str else ("undefined" if name is _MISSING else js_template_value(name))
+        text = f"{label}({rendered})"
+    if isinstance(name, str):
+        units += _code_units(name)
+    return text, units
+
+
+def _assistant_parts_counted(content: Any, parts: list[str]) -> int:
+    """`_assistant_parts(content)` appended to `parts`; returns the characters the chars/4
+    estimate counts for the same content (`tokens._assistant_chars`)."""
+    if not isinstance(content, list):
+        return 0
+    thinking: list[str] = []
+    texts: list[str] = []
+    calls: list[str] = []
+    units = 0
+    for block in content:
+        if not isinstance(block, dict):
+            continue
+        kind = block.get("type")
+        if kind == "text":
+            text = block.get("text")
+            texts.append(text if type(text) is str else _js_join_item(text))
+            if isinstance(text, str):
+                units += _code_units(text)
+        elif kind == "thinking":
+            text = block.get("thinking")
+            thinking.append(text if type(text) is str else _js_join_item(text))
+            if isinstance(text, str):
+                units += _code_units(text)
+        elif kind == "toolCall":
+            call, call_units = _tool_call_counted(block)
+            calls.append(call)
+            units += call_units
+    if thinking:
+        parts.append("[Assistant thinking]: " + "\n".join(thinking))
+    if texts:
+        parts.append("[Assistant]: " + "\n".join(texts))
+    if calls:
+        parts.append("[Assistant tool calls]: " + "; ".join(calls))
+    return units
+
+
+def append_message_parts_counted(message: Mapping[str, Any], parts: list[str]) -> int:
+    """`append_message_parts(message, parts)`, returning `estimate_tokens(message)`: an assistant
+    message's blocks are read once for both (tests/compaction/test_serialize_counted.py)."""
+    if message.get("role") == "assistant":
+        return -(-_assistant_parts_counted(message.get("content"), parts) // 4)
+    append_message_parts(message, parts)
+    return estimate_tokens(message)  # type: ignore[arg-type]
 
 
 def _message_parts(message: Mapping[str, Any]) -> list[str]:
@@ -307,6 +417,42 @@ class SerializedTextCache:
         self._json[key] = (message, encoded)
         return encoded
 
+    def text_and_estimate(self, entry_id: str, message: Mapping[str, Any],
+                          escape: Callable[[str], str] | None = None) -> tuple[str, int]:
+        """`self.text(...)` and `self.estimate(...)`; a message new to both is read once for the two."""
+        key = (entry_id, escape)
+        hit = self._texts.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1], self.estimate(entry_id, message)
+        text, tokens = self._fresh(entry_id, message, escape)
+        self._texts[key] = (message, text)
+        return text, tokens
+
+    def json_and_estimate(self, entry_id: str, message: Mapping[str, Any],
+                          escape: Callable[[str], str] | None = None) -> tuple[bytes, int]:
+        """`self.json_text(...)` and `self.estimate(...)`, alike."""
+        key = (entry_id, escape)
+        hit = self._json.get(key)
+        if hit is not None and hit[0] is message:
+            return hit[1], self.estimate(entry_id, message)
+        known = self._texts.get(key)
+        if known is not None and known[0] is message:
+            text, tokens = known[1], self.estimate(entry_id, message)
+        else:
+            text, tokens = self._fresh(entry_id, message, escape)
+        encoded = json_string_body(text)
+        self._json[key] = (message, encoded)
+        return encoded, tokens
+
+    def _fresh(self, entry_id: str, message: Mapping[str, Any], escape: Callable[[str], str] | None) -> tuple[str, int]:
+        """The escaped text and the estimate from one pass (the estimate kept; the caller keeps the text)."""
+        known = self._estimates.get(entry_id)
+        if known is not None and known[0] is message:
+            return _escaped_text(message, escape), known[1]
+        text, tokens = _escaped_text_counted(message, escape)
+        self._estimates[entry_id] = (message, tokens)
+        return text, tokens
+
     def clear(self) -> None:
         self._texts.clear()
         self._json.clear()
@@ -319,6 +465,13 @@ class SerializedTextCache:
 def _escaped_text(message: Mapping[str, Any], escape: Callable[[str], str] | None) -> str:
     text = message_text(message)
     return escape(text) if escape is not None else text
+
+
+def _escaped_text_counted(message: Mapping[str, Any], escape: Callable[[str], str] | None) -> tuple[str, int]:
+    parts: list[str] = []
+    tokens = append_message_parts_counted(message, parts)
+    text = "\n\n".join(parts)
+    return (escape(text) if escape is not None else text), tokens
 
 
 def serialize_sourced(
@@ -349,19 +502,72 @@ def serialize_sourced_json(
     escape: Callable[[str], str] | None = None,
 ) -> EncodedJsonString:
     """`serialize_sourced(items, cache, escape)` as a JSON string in chunks: each message's share
-    encoded once (and kept by `cache`), blank lines between them."""
+    encoded once (and kept by `cache`), blank lines between them (`serialize_sourced_json_counted`)."""
+    return serialize_sourced_json_counted(items, cache, escape)[0]
+
+
+def _append_counted(message: Mapping[str, Any], parts: list[str], estimates: MessageEstimates | None) -> int:
+    """`append_message_parts_counted`, through the request's memo of estimates when given: a
+    message estimated already is only serialized; one estimated here is remembered."""
+    if estimates is None:
+        return append_message_parts_counted(message, parts)
+    known = estimates.known(message)  # type: ignore[arg-type]
+    if known is not None:
+        append_message_parts(message, parts)
+        return known
+    tokens = append_message_parts_counted(message, parts)
+    estimates.keep(message, tokens)  # type: ignore[arg-type]
+    return tokens
+
+
+def serialize_sourced_counted(
+    items: Iterable[tuple[str, Mapping[str, Any]]],
+    cache: SerializedTextCache | None = None,
+    escape: Callable[[str], str] | None = None,
+    estimates: MessageEstimates | None = None,
+) -> tuple[str, int]:
+    """`serialize_sourced(items, cache, escape)` and the chars/4 estimates of the messages added
+    up, each message read once for both (a dry run's text and `estimatedTokensSummarized`); the
+    estimates kept by `cache`, else by `estimates` when given."""
+    tokens = 0
+    if cache is not None:
+        texts: list[str] = []
+        for entry_id, message in items:
+            text, count = cache.text_and_estimate(entry_id, message, escape)
+            tokens += count
+            if text:
+                texts.append(text)
+        return "\n\n".join(texts), tokens
+    parts: list[str] = []
+    for _, message in items:
+        tokens += _append_counted(message, parts, estimates)
+    if escape is not None:
+        parts = [escape(part) for part in parts]
+    return "\n\n".join(parts), tokens
+
+
+def serialize_sourced_json_counted(
+    items: Iterable[tuple[str, Mapping[str, Any]]],
+    cache: SerializedTextCache | None = None,
+    escape: Callable[[str], str] | None = None,
+    estimates: MessageEstimates | None = None,
+) -> tuple[EncodedJsonString, int]:
+    """`serialize_sourced_json(items, cache, escape)` and the estimates added up, likewise."""
     chunks: list[bytes] = []
     run: list[bytes] = [b'"']
     size = 0
+    tokens = 0
     first = True
     parts: list[str] = []
     for entry_id, message in items:
         if cache is not None:
-            bodies = [cache.json_text(entry_id, message, escape)]
-        else:  # each part on its own (escaping and JSON are per character): no text per message
+            body, count = cache.json_and_estimate(entry_id, message, escape)
+            bodies = [body]
+        else:
             parts.clear()
-            append_message_parts(message, parts)
+            count = _append_counted(message, parts, estimates)
             bodies = [json_string_body(escape(part) if escape is not None else part) for part in parts]
+        tokens += count
         for body in bodies:
             if not body:
                 continue
@@ -375,4 +581,4 @@ def serialize_sourced_json(
             run, size = [], 0
     run.append(b'"')
     chunks.append(b"".join(run))
-    return EncodedJsonString(chunks)
+    return EncodedJsonString(chunks), tokens

@@ -164,6 +164,15 @@ class MessageEstimates:
         self._memo[key] = (message, value)
         return value
 
+    def known(self, message: Message) -> int | None:
+        """The estimate of `message` if made already, else None (nothing computed)."""
+        hit = self._memo.get(id(message))
+        return hit[1] if hit is not None and hit[0] is message else None
+
+    def keep(self, message: Message, value: int) -> None:
+        """Remember `value` as `estimate_tokens(message)`, made by a caller on its own way."""
+        self._memo[id(message)] = (message, value)
+
 
 def calculate_context_tokens(usage: Mapping[str, Any]) -> int | float:
     """K-3: `totalTokens` when non-zero, else input + output + cacheRead + cacheWrite."""
