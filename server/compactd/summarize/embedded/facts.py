@@ -83,6 +83,7 @@ class Facts:
     asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
     stopped_seq: int = -1  # where the user last interrupted the agent
     awaiting_approval: str = ""  # the title of a plan put to the user for approval, the region ending there
+    accepted_offer: tuple[int, str, str] = (-1, "", "")  # the user's yes to the offer a reply ended with: (seq, reply, offer)
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -190,9 +191,10 @@ class _Pass:
             offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
             if offer and replies.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
                 f.decisions.append(Decision(clip(offer, 300), self.seq, "rejected"))
-            elif offer and replies.says_yes(cleaned):
+            elif offer and replies.says_yes(cleaned, offer):
                 f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
                                             self.seq, "switch"))
+                f.accepted_offer = (self.seq, cleaned, offer)
             return
         f.later.extend(dl.follow_ups(cleaned))
         if dl.defers(cleaned):  # the open problems are put aside, not blocking

@@ -261,6 +261,8 @@ def _blocked(f: Facts) -> list[str]:
 def _decisions(f: Facts, prev: Previous) -> list[str]:
     items: list[tuple[str, str]] = [("prev", d) for d in prev.get(DECISIONS, [])]
     for d in f.decisions:
+        if d.seq == f.accepted_offer[0] > f.last_assistant_seq:  # a yes the region ends on: Next Steps says it
+            continue
         text = clip(d.text, 400)
         if d.kind == "rejected":
             reason = f" — {clip(d.reason, 240)}" if d.reason else ""
@@ -333,6 +335,11 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     steps += [f"Later, as the user said: “{t}”" for t in f.later[-2:]]
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, steps)
+    agreed_seq, reply, offer = f.accepted_offer
+    if agreed_seq > f.last_assistant_seq:  # the region ends on the user's yes to an offer: doing it comes first
+        status = []
+        steps = [f"Do what the user just agreed to (“{clip(reply, 40)}”): {clip(offer, 300)}",
+                 *(s for s in steps if not (s.startswith("Offered: ") and s[9:] in offer))]
     if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
         steps = [s for s in steps if not (s.startswith("Offered: ") and s[9:] in status[0])]
     if status and steps and not status[0].startswith("Wait"):  # answered, with work left: the steps come first
