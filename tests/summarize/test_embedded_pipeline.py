@@ -62,6 +62,12 @@ def test_test_tallies_and_failing_names() -> None:
     assert tally_of("hello") == ""
 
 
+def test_the_tally_of_nodes_own_test_runner() -> None:
+    spec = "✔ parses dates (0.4ms)\n✖ rejects empty input (1.2ms)\nℹ tests 6\nℹ pass 5\nℹ fail 1\nℹ todo 0\n"
+    assert tally_of(spec).startswith("5 passed, 1 failed")
+    assert tally_of("ok 1 - adds\n# tests 3\n# pass 3\n# fail 0\n") == "3 passed"
+
+
 def test_what_a_script_printed_is_kept() -> None:
     msgs = [
         user("Count the rows in the events table of data.db"),
