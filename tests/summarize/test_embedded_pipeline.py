@@ -313,3 +313,47 @@ def test_deletions_inside_a_scratch_directory_are_not_changes() -> None:
     ]
     out = summarize(msgs)
     assert "skills" not in section(out, "### Done") + section(out, "## Critical Context")
+
+
+def _enveloped(code: int, output: str) -> str:
+    return f"Chunk ID: 1f2e3d\nWall time: 0.4 seconds\nProcess exited with code {code}\nOriginal token count: 20\nOutput:\n{output}"
+
+
+def test_a_command_output_in_a_harness_envelope_is_judged_and_shown_without_it() -> None:
+    msgs = [
+        user("Package the docs site"),
+        assistant(call("a", "bash", command="make docs-index")),
+        result("a", "bash", _enveloped(2, "missing template docs/index.tmpl")),
+        assistant(call("b", "bash", command="npm run release")),
+        result("b", "bash", _enveloped(0, "\n> release\n> sh scripts/release.sh\n\nsite/dist/docs-1.2.0.tar.gz")),
+        assistant(text("The archive is built; the index page still needs its template.")),
+    ]
+    out = summarize(msgs)
+    assert "missing template docs/index.tmpl" in section(out, "### Blocked")  # exit code 2 in the envelope
+    assert "- [x] Ran `npm run release` → site/dist/docs-1.2.0.tar.gz" in section(out, "### Done")
+    assert "Chunk ID" not in out and "Wall time" not in out
+
+
+def test_a_failed_in_place_rewrite_is_resolved_by_editing_the_file_directly() -> None:
+    msgs = [
+        user("Rename the install section of the readme"),
+        assistant(call("a", "bash", command="perl -0777 -i -pe 's#\\#\\# Install#\\#\\# Setup#' README.md")),
+        result("a", "bash", "Bareword found where operator expected at -e line 1\nCommand exited with code 255",
+               is_error=True),
+        assistant(text("The perl one-liner failed on the quoting; editing the file directly."),
+                  call("b", "edit", path="README.md", oldText="## Install", newText="## Setup")),
+        result("b", "edit", "ok"),
+    ]
+    assert section(summarize(msgs), "### Blocked") == "(none)"
+
+
+def test_while_files_change_only_the_last_few_glimpses_of_command_output_are_kept() -> None:
+    msgs = [user("Move the fixtures of every service under tests/fixtures")]
+    for i in range(6):
+        msgs += [assistant(call(f"l{i}", "bash", command=f"ls services/svc{i}/fixtures")),
+                 result(f"l{i}", "bash", f"orders_{i}.json\nusers_{i}.json\nempty_{i}.json")]
+    msgs += [assistant(call("e", "edit", path="tests/conftest.py", oldText="FIXTURES = 'services'",
+                            newText="FIXTURES = 'tests/fixtures'")),
+             result("e", "edit", "ok")]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert critical.count("Looked:") == 4 and "orders_5.json" in critical and "orders_1.json" not in critical

@@ -14,7 +14,7 @@ from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
 from .findings import labelled
-from .markup import declined, read_user, strip_injected, without_envelope
+from .markup import declined, envelope_failed, read_user, strip_injected, without_envelope
 from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
@@ -407,7 +407,8 @@ class _Pass:
             self.answered(call, text)
             return
         command_like = call.name not in READ_ONLY_TOOLS and call.name not in _EDIT_TOOLS
-        if msg.get("isError") or (command_like and looks_failed(text)):
+        if msg.get("isError") or (command_like and (looks_failed(text) or envelope_failed(text))):
+            text = without_envelope(text)
             self.tools.failure(call, error_line(text), text)
             return
         switched = resolve_by_success(self.f.failures, call)

@@ -61,6 +61,8 @@ def printed_values(output: str, max_lines: int = 4) -> str:
     """A short output in one line (what a script or query printed); '' for long or empty output."""
     lines = [ln.rstrip() for ln in output.strip().splitlines() if ln.strip()
              and not ln.startswith("Command exited with code")]
+    while len(lines) > 1 and lines[0].startswith("> "):  # npm/yarn/pnpm echo the script they run ("> build")
+        lines.pop(0)
     if not lines or len(lines) > max_lines or sum(len(ln) for ln in lines) > 300:
         return ""
     return clip(" | ".join(ln.strip() for ln in lines), 300)
