@@ -357,3 +357,15 @@ def test_while_files_change_only_the_last_few_glimpses_of_command_output_are_kep
              result("e", "edit", "ok")]
     critical = section(summarize(msgs), "## Critical Context")
     assert critical.count("Looked:") == 4 and "orders_5.json" in critical and "orders_1.json" not in critical
+
+
+def test_the_directory_commands_keep_changing_to_is_said_once() -> None:
+    msgs = [user("Regenerate the API client and its docs")]
+    for i, cmd in enumerate(("cd /srv/billing && ./gen-client.sh", "cd /srv/billing && ./gen-docs.sh",
+                             "cd /opt/vendor && ./fetch-spec.sh")):
+        msgs += [assistant(call(f"c{i}", "bash", command=cmd)), result(f"c{i}", "bash", "done")]
+    out = summarize(msgs)
+    done = section(out, "### Done")
+    assert "Ran `./gen-client.sh`" in done and "Ran `./gen-docs.sh`" in done
+    assert "Ran `cd /opt/vendor && ./fetch-spec.sh`" in done  # changed to once: kept where it is
+    assert "Commands run in: /srv/billing" in section(out, "## Critical Context")

@@ -100,7 +100,26 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
         for ln in out.items:
             if not ln.text.startswith("Project root: "):
                 ln.text = ln.text.replace(prefix, "")
+    workdir = _workdir(out)
+    if workdir:  # the directory the commands keep changing to is said once, not at the head of each
+        for ln in out.items:
+            ln.text = re.sub(rf"`cd {re.escape(workdir)}(?:\s*(?:&&|;))?\s+", "`", ln.text)
+        out.add(CRITICAL, [f"Commands run in: {workdir}"], ranks=[9])
     return out
+
+
+# A command shown with the directory it first changes to: "`cd /path/to/repo && make`".
+_CD = re.compile(r"`cd ([^\s`;&|]+)(?:\s*(?:&&|;))?\s+([^`]+)`")
+
+
+def _workdir(out: Lines) -> str:
+    """The directory two or more different shown commands start by changing to ('' when none)."""
+    seen: dict[str, set[str]] = {}
+    for ln in out.items:
+        for d, rest in _CD.findall(ln.text):
+            seen.setdefault(d, set()).add(rest)
+    best = max(seen.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    return best[0] if len(best[1]) >= 2 else ""
 
 
 def _user_messages(f: Facts, prev: Previous) -> list[str]:
