@@ -342,3 +342,14 @@ def test_a_short_reply_that_names_something_else_does_not_accept_the_offer() -> 
         user("what about retries?"),
     ]
     assert "agreed" not in section(summarize(msgs), "## Next Steps")
+
+
+def test_work_the_user_takes_on_themselves_is_a_step_that_is_not_the_agents() -> None:
+    msgs = [
+        user("Add a retry with backoff to the webhook sender"),
+        final("Added exponential backoff with jitter in `sender/retry.py`, capped at five attempts."),
+        user("drop the jitter again, I'll tune the delays on my own"),
+        final("Removed the jitter; the backoff is plain exponential now."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "Not the agent's: the user will tune the delays themselves" in nxt

@@ -312,6 +312,16 @@ def follow_ups(text: str) -> list[str]:
             if _LATER.match(s) and not s.endswith("?")]
 
 
+# The user taking a piece of work on themselves: "I'll fix it on my own", "I will write the docs myself".
+_MINE = re.compile(r"\bI(?:'ll| will|'m going to| am going to) ((?:[\w'/.-]+ ){0,10}?[\w'/.-]+),? (?:myself|by myself|"
+                   r"on my own|personally)\b", re.IGNORECASE)
+
+
+def users_own(text: str) -> list[str]:
+    """What the user says they will do themselves ("fix it" of "I'll fix it on my own")."""
+    return [clip(m.group(1), 160) for m in _MINE.finditer(" ".join(text.split()))]
+
+
 # A go-ahead that opens a reply: "ok, proceed", "yes, but ...".
 _GO_AHEAD = re.compile(r"^\W*(?:y|yes|yeah|yep|ok|okay|sure|sounds good|go ahead|proceed|continue|go on|do it|please do|"
                        r"lgtm|looks good|perfect|great)\b[\s,.!:;—-]*(?:(?:but|and|just|also|though)\b\s*)?", re.IGNORECASE)

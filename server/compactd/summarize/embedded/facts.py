@@ -83,6 +83,7 @@ class Facts:
     asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
     stopped_seq: int = -1  # where the user last interrupted the agent
     awaiting_approval: str = ""  # the title of a plan put to the user for approval, the region ending there
+    users_own: list[str] = field(default_factory=list)  # work the user said they will do themselves
     accepted_offer: tuple[int, str, str] = (-1, "", "")  # the user's yes to the offer a reply ended with: (seq, reply, offer)
 
     last_commit_seq: int = -1
@@ -197,6 +198,7 @@ class _Pass:
                 f.accepted_offer = (self.seq, cleaned, offer)
             return
         f.later.extend(dl.follow_ups(cleaned))
+        f.users_own.extend(dl.users_own(cleaned))
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
                 x.deferred = clip(cleaned, 200)

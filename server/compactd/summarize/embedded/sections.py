@@ -352,6 +352,7 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps += [f"Later, as the user said: “{t}”" for t in f.later[-2:]]
+    steps += [f"Not the agent's: the user will {t} themselves" for t in f.users_own[-2:]]
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, steps)
     agreed_seq, reply, offer = f.accepted_offer
