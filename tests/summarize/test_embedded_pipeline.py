@@ -39,6 +39,14 @@ def test_a_rename_and_a_removal_are_read_from_old_and_new_text() -> None:
     assert change.line() == "Edited lib/cache.ts (×2): renamed getItem() → fetchItem(); removed legacy()"
 
 
+def test_a_function_added_and_removed_again_is_named_as_withdrawn() -> None:
+    change = Change("io/loader.py", "Edited")
+    describe_edit(change, "import csv\n", "import csv\n\ndef sniff_types(rows):\n    ...\n")
+    describe_edit(change, "def sniff_types(rows):\n    ...\n", "")
+    assert change.added == [] and change.removed == []
+    assert change.line() == "Edited io/loader.py (×2): added then removed again sniff_types()"
+
+
 def test_doc_edits_report_headings_and_what_the_new_text_says() -> None:
     change = Change("docs/config.md", "Edited")
     describe_edit(change, "# Config\n", "# Config\n\n## Retries\nSet `MAX_RETRIES` to bound how often a call is retried.\n")
