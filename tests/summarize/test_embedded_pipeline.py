@@ -324,7 +324,8 @@ def test_deletions_inside_a_scratch_directory_are_not_changes() -> None:
 
 
 def _enveloped(code: int, output: str) -> str:
-    return f"Chunk ID: 1f2e3d\nWall time: 0.4 seconds\nProcess exited with code {code}\nOriginal token count: 20\nOutput:\n{output}"
+    return (f"Chunk ID: 1f2e3d\nWall time: 0.4 seconds\nProcess exited with code {code}\nOriginal token count: 20\n"
+            f"Output:\n{output}")
 
 
 def test_a_command_output_in_a_harness_envelope_is_judged_and_shown_without_it() -> None:

@@ -13,9 +13,9 @@ _OFFER = re.compile(r"\b(?:want me to|should I|shall I|shall we|should we|would 
                     r"may I|can I go ahead)\b", re.IGNORECASE)
 # The same offer made as a statement: "If you want, I can ...", "Let me know if you'd like me to ...",
 # "I can also ... if you like".
-_STATED_OFFER = re.compile(r"\bif you(?:'d| would)? (?:like|want|prefer),? I can\b|\b(?:let me know|tell me) if you(?:'d| would)? "
-                           r"(?:like|want) me to\b|^I (?:can|could) (?:also )?.{3,200}\bif you(?:'d| would)? (?:like|want)\b",
-                           re.IGNORECASE)
+_STATED_OFFER = re.compile(r"\bif you(?:'d| would)? (?:like|want|prefer),? I can\b"
+                           r"|\b(?:let me know|tell me) if you(?:'d| would)? (?:like|want) me to\b"
+                           r"|^I (?:can|could) (?:also )?.{3,200}\bif you(?:'d| would)? (?:like|want)\b", re.IGNORECASE)
 _BARE_NO = re.compile(r"^(?:no|nope|nah|not now|no thanks?|don'?t)\W*$", re.IGNORECASE)
 _YES = re.compile(r"^\W*(?:y|yes|yeah|yep|yup|ok|okay|sure|sounds good|go ahead|do it|please do|proceed|lgtm|"
                   r"go for it|absolutely|definitely)\b", re.IGNORECASE)

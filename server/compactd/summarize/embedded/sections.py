@@ -483,8 +483,9 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     cut = (f.root.rstrip("/") + "/") if f.root else "\0"
     reading = not f.changes  # the work was reading: what was read and looked at is its substance,
     # trimmed by share under a tight budget rather than first; while changing files, only a glimpse
-    looked = [f"Looked: `{clip(cmd, 100)}` → {clip(seen.replace(cut, ''), 1000 if reading else 200)}" for cmd, seen in f.looked]
-    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-(8 if reading else 4):], priority=3 if reading else 1)
+    width, kept = (1000, 8) if reading else (200, 4)
+    looked = [f"Looked: `{clip(cmd, 100)}` → {clip(seen.replace(cut, ''), width)}" for cmd, seen in f.looked]
+    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-kept:], priority=3 if reading else 1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)
