@@ -378,3 +378,15 @@ def test_the_directory_commands_keep_changing_to_is_said_once() -> None:
     assert "Ran `./gen-client.sh`" in done and "Ran `./gen-docs.sh`" in done
     assert "Ran `cd /opt/vendor && ./fetch-spec.sh`" in done  # changed to once: kept where it is
     assert "Commands run in: /srv/billing" in section(out, "## Critical Context")
+
+
+def test_a_lookup_tool_without_a_path_is_not_a_done_line_and_an_action_tool_is() -> None:
+    msgs = [
+        user("Publish a preview of the pricing page"),
+        assistant(call("s", "codebase_search", query="pricing page component")),
+        result("s", "codebase_search", "src/pages/pricing.tsx"),
+        assistant(call("d", "deploy_preview", branch="pricing")),
+        result("d", "deploy_preview", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "deploy_preview" in done and "codebase_search" not in done

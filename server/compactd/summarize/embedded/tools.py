@@ -29,6 +29,12 @@ _MISSING_PROGRAM = re.compile(r"command not found|not recognized as an internal 
 _PROBE = re.compile(r"echo [\"']?[\w =:-]*\$\?")
 
 
+# A tool named for looking something up ("codebase_search", "list_issues", "get_file"): without a path,
+# its bare name in Done says nothing of what was done.
+_LOOKUP = re.compile(r"(?:^|_|-)(?:search|find|list|get|read|view|fetch|query|grep|glob|lookup)(?:_|-|$)|search$|^edit$|^write$",
+                     re.IGNORECASE)
+
+
 def _ends_in_search(call: Call) -> bool:
     segs = segments(call.command)
     return bool(segs) and segs[-1].split()[0] in ("grep", "rg", "ag", "find", "test", "[")
@@ -107,7 +113,7 @@ class ToolEffects:
             if seen:
                 f.looked.append((call.command or _searched(call), seen))
         if not call.command or call.read_only():
-            if not call.command and call.name not in READ_ONLY_TOOLS:
+            if not call.command and call.name not in READ_ONLY_TOOLS and (call.path or not _LOOKUP.search(call.name)):
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
             return
         self.command(call, output)
