@@ -353,3 +353,15 @@ def test_work_the_user_takes_on_themselves_is_a_step_that_is_not_the_agents() ->
     ]
     nxt = section(summarize(msgs), "## Next Steps")
     assert "Not the agent's: the user will tune the delays themselves" in nxt
+
+
+def test_a_recap_item_that_opens_in_bold_keeps_no_stray_stars() -> None:
+    msgs = [
+        user("Add the export endpoints"),
+        final("All three endpoints are in place.\n\n"
+              "1. **`export_csv()`** - streams the invoices as CSV rows\n"
+              "2. **Rate limit** (per key): ten exports a minute\n"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "`export_csv()` - streams the invoices as CSV rows" in done
+    assert "Rate limit (per key): ten exports a minute" in done and "**" not in done

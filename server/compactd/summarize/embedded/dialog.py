@@ -589,7 +589,7 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
         if not s or s.startswith(("|", "#")):
             continue
         if LIST_MARK.match(s):
-            item = LIST_MARK.sub("", s).strip().strip("*")
+            item = unbold(LIST_MARK.sub("", s))
             if len(item) >= 12 and not NARRATION.match(item) and not asks and _wordy(item):
                 items.append(clip(item, 300))
             continue
@@ -600,6 +600,12 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
     return items[:limit]
 
 
+def unbold(item: str) -> str:
+    """A list item without its emphasis: "**Name** - what it does" -> "Name - what it does" (stripping
+    the stars at both ends alone left the closing pair inside the item)."""
+    return re.sub(r"\*\*(.+?)\*\*", r"\1", item.strip()).strip().strip("*")
+
+
 def _wordy(item: str) -> bool:
     """A point with words in it, not a value or a code mapping (three words outside code spans)."""
     return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"`[^`]*`", "", item))) >= 3
@@ -607,7 +613,7 @@ def _wordy(item: str) -> bool:
 
 def plan_items(text: str) -> list[str]:
     """The numbered steps of a plan in an assistant message."""
-    return [clip(re.sub(r"^\s*\d+[.)]\s+", "", ln).strip().strip("*"), 200)
+    return [clip(unbold(re.sub(r"^\s*\d+[.)]\s+", "", ln)), 200)
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
 
 
