@@ -316,3 +316,52 @@ def test_a_choice_announced_as_what_comes_next_is_a_decision() -> None:
     ]
     decisions = section(summarize(msgs), "## Key Decisions")
     assert "Let's go with resizing on upload" in decisions and "every image is shown at least once" in decisions
+
+
+def test_a_short_yes_to_an_offer_made_as_a_statement_is_the_next_step_not_an_answered_request() -> None:
+    offer = ("If you want, I can add a streaming reader so the export never holds more than one page of "
+             "invoices.")
+    for reply in ("pleas add", "yes", "sure, add it"):
+        msgs = [
+            user("Why does the nightly export job stop halfway on large accounts?"),
+            final("The job reads every invoice into memory, and the worker is killed when it passes 2 GB. "
+                  f"Nothing retries it, so the export stays half written.\n\n{offer}\n\n---"),
+            user(reply),
+        ]
+        out = summarize(msgs)
+        nxt = section(out, "## Next Steps")
+        assert nxt.startswith(f"1. Do what the user just agreed to (“{reply}”): {offer}"), reply
+        assert "was answered" not in nxt and "Offered:" not in nxt
+        assert "User agreed" not in section(out, "## Key Decisions")  # said once, where it is what comes next
+
+
+def test_a_short_reply_that_names_something_else_does_not_accept_the_offer() -> None:
+    msgs = [
+        user("Why does the nightly export job stop halfway on large accounts?"),
+        final("The job reads every invoice into memory. If you want, I can add a streaming reader for it."),
+        user("what about retries?"),
+    ]
+    assert "agreed" not in section(summarize(msgs), "## Next Steps")
+
+
+def test_work_the_user_takes_on_themselves_is_a_step_that_is_not_the_agents() -> None:
+    msgs = [
+        user("Add a retry with backoff to the webhook sender"),
+        final("Added exponential backoff with jitter in `sender/retry.py`, capped at five attempts."),
+        user("drop the jitter again, I'll tune the delays on my own"),
+        final("Removed the jitter; the backoff is plain exponential now."),
+    ]
+    nxt = section(summarize(msgs), "## Next Steps")
+    assert "Not the agent's: the user will tune the delays themselves" in nxt
+
+
+def test_a_recap_item_that_opens_in_bold_keeps_no_stray_stars() -> None:
+    msgs = [
+        user("Add the export endpoints"),
+        final("All three endpoints are in place.\n\n"
+              "1. **`export_csv()`** - streams the invoices as CSV rows\n"
+              "2. **Rate limit** (per key): ten exports a minute\n"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "`export_csv()` - streams the invoices as CSV rows" in done
+    assert "Rate limit (per key): ten exports a minute" in done and "**" not in done

@@ -39,6 +39,14 @@ def test_a_rename_and_a_removal_are_read_from_old_and_new_text() -> None:
     assert change.line() == "Edited lib/cache.ts (×2): renamed getItem() → fetchItem(); removed legacy()"
 
 
+def test_a_function_added_and_removed_again_is_named_as_withdrawn() -> None:
+    change = Change("io/loader.py", "Edited")
+    describe_edit(change, "import csv\n", "import csv\n\ndef sniff_types(rows):\n    ...\n")
+    describe_edit(change, "def sniff_types(rows):\n    ...\n", "")
+    assert change.added == [] and change.removed == []
+    assert change.line() == "Edited io/loader.py (×2): added then removed again sniff_types()"
+
+
 def test_doc_edits_report_headings_and_what_the_new_text_says() -> None:
     change = Change("docs/config.md", "Edited")
     describe_edit(change, "# Config\n", "# Config\n\n## Retries\nSet `MAX_RETRIES` to bound how often a call is retried.\n")
@@ -60,6 +68,12 @@ def test_test_tallies_and_failing_names() -> None:
     assert tally_of(out) == "1 failed, 12 passed; failing: tests/test_io.py::test_roundtrip"
     assert tally_of("--- FAIL: TestLimiter (0.00s)\nFAIL\tgithub.com/x/y\t0.01s") == "1 packages failed; failing: TestLimiter"
     assert tally_of("hello") == ""
+
+
+def test_the_tally_of_nodes_own_test_runner() -> None:
+    spec = "✔ parses dates (0.4ms)\n✖ rejects empty input (1.2ms)\nℹ tests 6\nℹ pass 5\nℹ fail 1\nℹ todo 0\n"
+    assert tally_of(spec).startswith("5 passed, 1 failed")
+    assert tally_of("ok 1 - adds\n# tests 3\n# pass 3\n# fail 0\n") == "3 passed"
 
 
 def test_what_a_script_printed_is_kept() -> None:
@@ -307,3 +321,72 @@ def test_deletions_inside_a_scratch_directory_are_not_changes() -> None:
     ]
     out = summarize(msgs)
     assert "skills" not in section(out, "### Done") + section(out, "## Critical Context")
+
+
+def _enveloped(code: int, output: str) -> str:
+    return (f"Chunk ID: 1f2e3d\nWall time: 0.4 seconds\nProcess exited with code {code}\nOriginal token count: 20\n"
+            f"Output:\n{output}")
+
+
+def test_a_command_output_in_a_harness_envelope_is_judged_and_shown_without_it() -> None:
+    msgs = [
+        user("Package the docs site"),
+        assistant(call("a", "bash", command="make docs-index")),
+        result("a", "bash", _enveloped(2, "missing template docs/index.tmpl")),
+        assistant(call("b", "bash", command="npm run release")),
+        result("b", "bash", _enveloped(0, "\n> release\n> sh scripts/release.sh\n\nsite/dist/docs-1.2.0.tar.gz")),
+        assistant(text("The archive is built; the index page still needs its template.")),
+    ]
+    out = summarize(msgs)
+    assert "missing template docs/index.tmpl" in section(out, "### Blocked")  # exit code 2 in the envelope
+    assert "- [x] Ran `npm run release` → site/dist/docs-1.2.0.tar.gz" in section(out, "### Done")
+    assert "Chunk ID" not in out and "Wall time" not in out
+
+
+def test_a_failed_in_place_rewrite_is_resolved_by_editing_the_file_directly() -> None:
+    msgs = [
+        user("Rename the install section of the readme"),
+        assistant(call("a", "bash", command="perl -0777 -i -pe 's#\\#\\# Install#\\#\\# Setup#' README.md")),
+        result("a", "bash", "Bareword found where operator expected at -e line 1\nCommand exited with code 255",
+               is_error=True),
+        assistant(text("The perl one-liner failed on the quoting; editing the file directly."),
+                  call("b", "edit", path="README.md", oldText="## Install", newText="## Setup")),
+        result("b", "edit", "ok"),
+    ]
+    assert section(summarize(msgs), "### Blocked") == "(none)"
+
+
+def test_while_files_change_only_the_last_few_glimpses_of_command_output_are_kept() -> None:
+    msgs = [user("Move the fixtures of every service under tests/fixtures")]
+    for i in range(6):
+        msgs += [assistant(call(f"l{i}", "bash", command=f"ls services/svc{i}/fixtures")),
+                 result(f"l{i}", "bash", f"orders_{i}.json\nusers_{i}.json\nempty_{i}.json")]
+    msgs += [assistant(call("e", "edit", path="tests/conftest.py", oldText="FIXTURES = 'services'",
+                            newText="FIXTURES = 'tests/fixtures'")),
+             result("e", "edit", "ok")]
+    critical = section(summarize(msgs), "## Critical Context")
+    assert critical.count("Looked:") == 4 and "orders_5.json" in critical and "orders_1.json" not in critical
+
+
+def test_the_directory_commands_keep_changing_to_is_said_once() -> None:
+    msgs = [user("Regenerate the API client and its docs")]
+    for i, cmd in enumerate(("cd /srv/billing && ./gen-client.sh", "cd /srv/billing && ./gen-docs.sh",
+                             "cd /opt/vendor && ./fetch-spec.sh")):
+        msgs += [assistant(call(f"c{i}", "bash", command=cmd)), result(f"c{i}", "bash", "done")]
+    out = summarize(msgs)
+    done = section(out, "### Done")
+    assert "Ran `./gen-client.sh`" in done and "Ran `./gen-docs.sh`" in done
+    assert "Ran `cd /opt/vendor && ./fetch-spec.sh`" in done  # changed to once: kept where it is
+    assert "Commands run in: /srv/billing" in section(out, "## Critical Context")
+
+
+def test_a_lookup_tool_without_a_path_is_not_a_done_line_and_an_action_tool_is() -> None:
+    msgs = [
+        user("Publish a preview of the pricing page"),
+        assistant(call("s", "codebase_search", query="pricing page component")),
+        result("s", "codebase_search", "src/pages/pricing.tsx"),
+        assistant(call("d", "deploy_preview", branch="pricing")),
+        result("d", "deploy_preview", "ok"),
+    ]
+    done = section(summarize(msgs), "### Done")
+    assert "deploy_preview" in done and "codebase_search" not in done

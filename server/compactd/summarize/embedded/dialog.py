@@ -312,6 +312,16 @@ def follow_ups(text: str) -> list[str]:
             if _LATER.match(s) and not s.endswith("?")]
 
 
+# The user taking a piece of work on themselves: "I'll fix it on my own", "I will write the docs myself".
+_MINE = re.compile(r"\bI(?:'ll| will|'m going to| am going to) ((?:[\w'/.-]+ ){0,10}?[\w'/.-]+),? (?:myself|by myself|"
+                   r"on my own|personally)\b", re.IGNORECASE)
+
+
+def users_own(text: str) -> list[str]:
+    """What the user says they will do themselves ("fix it" of "I'll fix it on my own")."""
+    return [clip(m.group(1), 160) for m in _MINE.finditer(" ".join(text.split()))]
+
+
 # A go-ahead that opens a reply: "ok, proceed", "yes, but ...".
 _GO_AHEAD = re.compile(r"^\W*(?:y|yes|yeah|yep|ok|okay|sure|sounds good|go ahead|proceed|continue|go on|do it|please do|"
                        r"lgtm|looks good|perfect|great)\b[\s,.!:;—-]*(?:(?:but|and|just|also|though)\b\s*)?", re.IGNORECASE)
@@ -579,7 +589,7 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
         if not s or s.startswith(("|", "#")):
             continue
         if LIST_MARK.match(s):
-            item = LIST_MARK.sub("", s).strip().strip("*")
+            item = unbold(LIST_MARK.sub("", s))
             if len(item) >= 12 and not NARRATION.match(item) and not asks and _wordy(item):
                 items.append(clip(item, 300))
             continue
@@ -590,6 +600,12 @@ def recap_items(text: str, limit: int = 6) -> list[str]:
     return items[:limit]
 
 
+def unbold(item: str) -> str:
+    """A list item without its emphasis: "**Name** - what it does" -> "Name - what it does" (stripping
+    the stars at both ends alone left the closing pair inside the item)."""
+    return re.sub(r"\*\*(.+?)\*\*", r"\1", item.strip()).strip().strip("*")
+
+
 def _wordy(item: str) -> bool:
     """A point with words in it, not a value or a code mapping (three words outside code spans)."""
     return len(re.findall(r"[A-Za-z]{2,}", re.sub(r"`[^`]*`", "", item))) >= 3
@@ -597,7 +613,7 @@ def _wordy(item: str) -> bool:
 
 def plan_items(text: str) -> list[str]:
     """The numbered steps of a plan in an assistant message."""
-    return [clip(re.sub(r"^\s*\d+[.)]\s+", "", ln).strip().strip("*"), 200)
+    return [clip(unbold(re.sub(r"^\s*\d+[.)]\s+", "", ln)), 200)
             for ln in text.splitlines() if re.match(r"^\s*\d+[.)]\s+\S", ln)]
 
 

@@ -44,6 +44,7 @@ class Change:
     count: int = 0
     added: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
+    withdrawn: list[str] = field(default_factory=list)  # added by one edit, removed again by a later one
     renamed: list[tuple[str, str]] = field(default_factory=list)
     says: str = ""  # one line of what the new text says
     about: str = ""  # for a write: its heading or docstring
@@ -69,6 +70,8 @@ class Change:
             parts.append("renamed " + ", ".join(f"{a} → {b}" for a, b in self.renamed[:4]))
         if self.removed:
             parts.append("removed " + ", ".join(self.removed[:6]))
+        if self.withdrawn:
+            parts.append("added then removed again " + ", ".join(self.withdrawn[:4]))
         if self.says and not self.about:  # a line of code is shown as code, prose in quotes
             parts.append(f"now has {self.says}" if self.says.startswith("`") else f"now says “{self.says}”")
         return head + (": " + "; ".join(parts) if parts else "")
@@ -130,6 +133,8 @@ def describe_edit(change: Change, old: str, new: str) -> None:
     if len(tests) > 2:  # many new tests: their number says enough
         added = [n for n in added if n not in tests] + [f"{len(tests)} tests"]
     for n in added:
+        if n in change.withdrawn:
+            change.withdrawn.remove(n)
         if n in change.removed:
             change.removed.remove(n)
         elif n not in change.added:
@@ -137,6 +142,8 @@ def describe_edit(change: Change, old: str, new: str) -> None:
     for n in removed:
         if n in change.added:
             change.added.remove(n)
+            if not n.startswith("“"):  # code names; a document's headings come and go as it is reworded
+                change.withdrawn.append(n)
         elif n not in change.removed:
             change.removed.append(n)
     said = _new_line(old, new, change.path)

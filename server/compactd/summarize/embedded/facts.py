@@ -14,7 +14,7 @@ from . import layout, replies
 from .commands import READ_ONLY_TOOLS, Call, describe, error_line, interrupted, looks_failed
 from .edits import Change, describe_edit, describe_write
 from .findings import labelled
-from .markup import declined, read_user, strip_injected, without_envelope
+from .markup import declined, envelope_failed, read_user, strip_injected, without_envelope
 from .resolve import Decision, Failure, Missing, resolve_by_claim, resolve_by_success, unreject_carried_out
 from .text import CODE, FUNC, MAX_QUOTE, PATH, clip, dedupe, project_root, sentences, shortener, text_of
 from .tools import ToolEffects
@@ -83,6 +83,8 @@ class Facts:
     asked: list[str] = field(default_factory=list)  # questions put to the user the region ends waiting on
     stopped_seq: int = -1  # where the user last interrupted the agent
     awaiting_approval: str = ""  # the title of a plan put to the user for approval, the region ending there
+    users_own: list[str] = field(default_factory=list)  # work the user said they will do themselves
+    accepted_offer: tuple[int, str, str] = (-1, "", "")  # the user's yes to the offer a reply ended with: (seq, reply, offer)
 
     last_commit_seq: int = -1
     root: str = ""  # the project directory absolute paths share ('' when none)
@@ -190,11 +192,13 @@ class _Pass:
             offer = replies.closing_offer(self.last_assistant_text) if self.prev_role == "assistant" else ""
             if offer and replies.bare_no(cleaned):  # a bare yes or no to the offer the last reply ended with
                 f.decisions.append(Decision(clip(offer, 300), self.seq, "rejected"))
-            elif offer and replies.says_yes(cleaned):
+            elif offer and replies.says_yes(cleaned, offer):
                 f.decisions.append(Decision(f"**User agreed** (“{clip(cleaned, 40)}”) to: {clip(offer, 300)}",
                                             self.seq, "switch"))
+                f.accepted_offer = (self.seq, cleaned, offer)
             return
         f.later.extend(dl.follow_ups(cleaned))
+        f.users_own.extend(dl.users_own(cleaned))
         if dl.defers(cleaned):  # the open problems are put aside, not blocking
             for x in f.errors:
                 x.deferred = clip(cleaned, 200)
@@ -405,7 +409,8 @@ class _Pass:
             self.answered(call, text)
             return
         command_like = call.name not in READ_ONLY_TOOLS and call.name not in _EDIT_TOOLS
-        if msg.get("isError") or (command_like and looks_failed(text)):
+        if msg.get("isError") or (command_like and (looks_failed(text) or envelope_failed(text))):
+            text = without_envelope(text)
             self.tools.failure(call, error_line(text), text)
             return
         switched = resolve_by_success(self.f.failures, call)

@@ -87,6 +87,17 @@ def declined(result_text: str) -> str | None:
     return strip_injected(said.group(1)).strip() if said else ""
 
 
+_ENVELOPE_EXIT = re.compile(r"^[ \t]*(?:Process |Command )?exit(?:ed with)?(?: code)?:?[ \t]+(?:code[ \t]+)?(-?\d+)[ \t]*$",
+                            re.IGNORECASE | re.MULTILINE)
+
+
+def envelope_failed(output: str) -> bool:
+    """Whether the harness's envelope around a command's output gives a non-zero exit code."""
+    m = _ENVELOPE.match(output)
+    code = _ENVELOPE_EXIT.search(m.group(0)) if m else None
+    return bool(code) and code.group(1) != "0"
+
+
 def without_envelope(output: str) -> str:
     """A command's output without the harness's envelope before it (unchanged when there is none)."""
     return _ENVELOPE.sub("", output, count=1)

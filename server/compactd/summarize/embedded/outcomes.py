@@ -17,6 +17,9 @@ _FAILING = re.compile(
     r"(?:\s+\([\d.]+\s?m?s\))?\s*$",
     re.MULTILINE,
 )
+# Node's built-in runner (`node --test`): one count a line, "ℹ pass 9" (spec reporter) or "# fail 1" (TAP).
+_NODE = re.compile(r"^[ℹ#] (pass|fail|skipped|todo|cancelled) (\d+)\s*$", re.MULTILINE)
+_NODE_AS = {"pass": "passed", "fail": "failed"}
 # Go package results: "ok  \tpkg\t0.01s" and "FAIL\tpkg".
 _GO_PKG = re.compile(r"^(ok|FAIL)\s+(\S+)\s+[\d.]+s", re.MULTILINE)
 
@@ -27,6 +30,9 @@ def run_tally(output: str) -> str:
     for n, what in _COUNT.findall(output[-3000:]):
         key = "errors" if what.startswith("error") else what
         counts[key] = max(counts.get(key, 0), int(n))
+    if not counts:  # zero counts of node's runner say nothing; a pass count of 0 still does
+        counts = {_NODE_AS.get(what, what): int(n) for what, n in _NODE.findall(output[-3000:])
+                  if int(n) or what == "pass"}
     m = _UNITTEST.search(output)
     if m and not counts:
         counts["ran"] = int(m.group(1))
@@ -55,6 +61,8 @@ def printed_values(output: str, max_lines: int = 4) -> str:
     """A short output in one line (what a script or query printed); '' for long or empty output."""
     lines = [ln.rstrip() for ln in output.strip().splitlines() if ln.strip()
              and not ln.startswith("Command exited with code")]
+    while len(lines) > 1 and lines[0].startswith("> "):  # npm/yarn/pnpm echo the script they run ("> build")
+        lines.pop(0)
     if not lines or len(lines) > max_lines or sum(len(ln) for ln in lines) > 300:
         return ""
     return clip(" | ".join(ln.strip() for ln in lines), 300)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .commands import Call, command_family, program, segments
+from .commands import Call, command_family, program, same_file, segments
 from .dialog import claims_fixed
 from .text import anchors
 
@@ -64,7 +64,16 @@ def resolve_by_success(failures: list[Failure], call: Call) -> str:
             f.resolved = True
         elif f.call.name in ("edit", "write") and call.name in ("edit", "write") and f.call.path == call.path:
             f.resolved = True
+        elif call.name in ("edit", "write") and call.path and _edits_in_place(f.call.command, call.path):
+            f.resolved = True  # a failed in-place rewrite (`sed -i`, `perl -i`) of the file, now edited directly
     return switched
+
+
+def _edits_in_place(command: str, path: str) -> bool:
+    """A command that rewrites `path` in place: an `-i` option and the file among its last words."""
+    words = command.split()
+    return any(w.startswith("-") and "i" in w.lstrip("-")[:4] for w in words[1:4]) and any(
+        same_file(w.strip("'\""), path) for w in words[-3:])
 
 
 def _swapped_program(failed: str, ok: str) -> tuple[str, str] | None:

@@ -100,7 +100,26 @@ def build(kind: SummaryKind, f: Facts, previous: list[Previous]) -> Lines:
         for ln in out.items:
             if not ln.text.startswith("Project root: "):
                 ln.text = ln.text.replace(prefix, "")
+    workdir = _workdir(out)
+    if workdir:  # the directory the commands keep changing to is said once, not at the head of each
+        for ln in out.items:
+            ln.text = re.sub(rf"`cd {re.escape(workdir)}(?:\s*(?:&&|;))?\s+", "`", ln.text)
+        out.add(CRITICAL, [f"Commands run in: {workdir}"], ranks=[9])
     return out
+
+
+# A command shown with the directory it first changes to: "`cd /path/to/repo && make`".
+_CD = re.compile(r"`cd ([^\s`;&|]+)(?:\s*(?:&&|;))?\s+([^`]+)`")
+
+
+def _workdir(out: Lines) -> str:
+    """The directory two or more different shown commands start by changing to ('' when none)."""
+    seen: dict[str, set[str]] = {}
+    for ln in out.items:
+        for d, rest in _CD.findall(ln.text):
+            seen.setdefault(d, set()).add(rest)
+    best = max(seen.items(), key=lambda kv: len(kv[1]), default=("", set()))
+    return best[0] if len(best[1]) >= 2 else ""
 
 
 def _user_messages(f: Facts, prev: Previous) -> list[str]:
@@ -261,6 +280,8 @@ def _blocked(f: Facts) -> list[str]:
 def _decisions(f: Facts, prev: Previous) -> list[str]:
     items: list[tuple[str, str]] = [("prev", d) for d in prev.get(DECISIONS, [])]
     for d in f.decisions:
+        if d.seq == f.accepted_offer[0] > f.last_assistant_seq:  # a yes the region ends on: Next Steps says it
+            continue
         text = clip(d.text, 400)
         if d.kind == "rejected":
             reason = f" — {clip(d.reason, 240)}" if d.reason else ""
@@ -331,8 +352,14 @@ def _next_steps(f: Facts, prev: Previous) -> list[str]:
     if f.uncommitted:
         steps.append("Commit the changes to " + ", ".join(f.show(p) for p in f.uncommitted[-5:]))
     steps += [f"Later, as the user said: “{t}”" for t in f.later[-2:]]
+    steps += [f"Not the agent's: the user will {t} themselves" for t in f.users_own[-2:]]
     steps = [s for s in steps if not _forbidden(s, f.forbidden)]
     status = _last_request_status(f, steps)
+    agreed_seq, reply, offer = f.accepted_offer
+    if agreed_seq > f.last_assistant_seq:  # the region ends on the user's yes to an offer: doing it comes first
+        status = []
+        steps = [f"Do what the user just agreed to (“{clip(reply, 40)}”): {clip(offer, 300)}",
+                 *(s for s in steps if not (s.startswith("Offered: ") and s[9:] in offer))]
     if status and status[0].startswith(_WAIT_OFFER):  # the offer is the thing waited on, not a step of its own
         steps = [s for s in steps if not (s.startswith("Offered: ") and s[9:] in status[0])]
     if status and steps and not status[0].startswith("Wait"):  # answered, with work left: the steps come first
@@ -454,10 +481,11 @@ def _critical(out: Lines, f: Facts, prev: Previous) -> None:
     # there is room, which is when the work was mostly reading.
     notes = [f"Read {f.show(p)}: {n}" for p, n in f.read_notes.items() if p not in f.changes]
     cut = (f.root.rstrip("/") + "/") if f.root else "\0"
-    looked = [f"Looked: `{clip(cmd, 100)}` → {seen.replace(cut, '')}" for cmd, seen in f.looked]
     reading = not f.changes  # the work was reading: what was read and looked at is its substance,
-    # trimmed by share under a tight budget rather than first
-    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-8:], priority=3 if reading else 1)
+    # trimmed by share under a tight budget rather than first; while changing files, only a glimpse
+    width, kept = (1000, 8) if reading else (200, 4)
+    looked = [f"Looked: `{clip(cmd, 100)}` → {clip(seen.replace(cut, ''), width)}" for cmd, seen in f.looked]
+    out.add(CRITICAL, notes[-(30 if reading else 12):] + dedupe(looked)[-kept:], priority=3 if reading else 1)
     mentions = dedupe([*mentions, *(clip(m, 120) for m in f.mentions)])
     if mentions:  # least important: the first thing to go when the budget is tight
         out.add(CRITICAL, [_MENTIONED + ", ".join(mentions[-25:])], priority=0)

@@ -10,6 +10,7 @@ from .commands import (
     READ_ONLY_TOOLS, Call, commit_body, commit_message, command_family, cwd_of, file_moves, program, same_file, segments,
 )
 from .edits import describe_read
+from .markup import without_envelope
 from .reads import diff_digest, json_fields
 from .outcomes import listing, printed_values, run_tally
 from .resolve import Failure, Missing
@@ -26,6 +27,12 @@ _MISSING_PROGRAM = re.compile(r"command not found|not recognized as an internal 
 
 # A command that prints its own exit status was run to look at the failure, not to succeed.
 _PROBE = re.compile(r"echo [\"']?[\w =:-]*\$\?")
+
+
+# A tool named for looking something up ("codebase_search", "list_issues", "get_file"): without a path,
+# its bare name in Done says nothing of what was done.
+_LOOKUP = re.compile(r"(?:^|_|-)(?:search|find|list|get|read|view|fetch|query|grep|glob|lookup)(?:_|-|$)|search$|^edit$|^write$",
+                     re.IGNORECASE)
 
 
 def _ends_in_search(call: Call) -> bool:
@@ -81,6 +88,7 @@ class ToolEffects:
 
     def success(self, call: Call, output: str) -> None:
         f = self.f
+        output = without_envelope(output)  # the harness's id, wall time and exit code say nothing of what came back
         family = command_family(call.command) if call.command else None
         if family:
             f.checks[family] = (call.seq, True)
@@ -105,7 +113,7 @@ class ToolEffects:
             if seen:
                 f.looked.append((call.command or _searched(call), seen))
         if not call.command or call.read_only():
-            if not call.command and call.name not in READ_ONLY_TOOLS:
+            if not call.command and call.name not in READ_ONLY_TOOLS and (call.path or not _LOOKUP.search(call.name)):
                 f.done.append((call.seq, "other", f"{call.name} {call.path}" if call.path else call.name))
             return
         self.command(call, output)
