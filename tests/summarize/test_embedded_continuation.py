@@ -321,7 +321,7 @@ def test_a_choice_announced_as_what_comes_next_is_a_decision() -> None:
 def test_a_short_yes_to_an_offer_made_as_a_statement_is_the_next_step_not_an_answered_request() -> None:
     offer = ("If you want, I can add a streaming reader so the export never holds more than one page of "
              "invoices.")
-    for reply in ("pleas add", "yes", "sure, add it"):
+    for reply in ("pls add", "yes", "sure, add it"):
         msgs = [
             user("Why does the nightly export job stop halfway on large accounts?"),
             final("The job reads every invoice into memory, and the worker is killed when it passes 2 GB. "

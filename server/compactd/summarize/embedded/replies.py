@@ -39,7 +39,7 @@ def bare_no(text: str) -> bool:
 
 
 # Words of a short reply that say nothing about what it agrees to.
-_FILLER = {"please", "pleas", "plz", "pls", "then", "that", "this", "them", "those", "also", "just", "now", "too", "and",
+_FILLER = {"please", "plz", "pls", "then", "that", "this", "them", "those", "also", "just", "now", "too", "and",
            "the", "it", "yes", "ok", "okay", "sure"}
 
 
